@@ -1,0 +1,236 @@
+"""Users and API tokens.
+
+Tokens are 32 random bytes (``secrets.token_urlsafe``) prefixed ``s2o_``; only their SHA-256 is
+stored, so a database dump cannot be replayed. A token is shown once, when it is issued.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from search2o.errors import AuthenticationError, ConflictError, InputError, NotFoundError
+from search2o.storage.models import ApiToken, User, utcnow
+
+__all__ = [
+    "Principal",
+    "TokenInfo",
+    "authenticate",
+    "create_user",
+    "ensure_user",
+    "get_user",
+    "issue_token",
+    "list_tokens",
+    "list_users",
+    "normalize_email",
+    "normalize_groups",
+    "revoke_token",
+]
+
+TOKEN_PREFIX = "s2o_"
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+_GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of an operation: who they are and what they may read.
+
+    Attributes:
+        user_id: the ``users.id``.
+        email: lower-cased email.
+        groups: group names, e.g. ``("hr", "eng")``.
+        is_admin: may manage users and every document.
+        plan: ``free`` or ``paid``.
+    """
+
+    user_id: int
+    email: str
+    groups: tuple[str, ...]
+    is_admin: bool = False
+    plan: str = "free"
+
+    @classmethod
+    def of(cls, user: User) -> Principal:
+        """Build the principal of a stored user."""
+        return cls(user.id, user.email, tuple(user.groups), user.is_admin, user.plan)
+
+    def access_keys(self) -> list[str]:
+        """Return the access-list entries that grant this caller: ``user:<email>``,
+        ``group:<g>``."""
+        return [f"user:{self.email}", *(f"group:{g}" for g in self.groups)]
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token as listed to people: never the secret, only its prefix."""
+
+    id: int
+    email: str
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked: bool
+
+
+def normalize_email(email: str, field: str = "email") -> str:
+    """Return ``email`` trimmed and lower-cased.
+
+    Raises:
+        InputError: it does not look like ``name@domain``.
+    """
+    value = email.strip().lower()
+    if not _EMAIL.match(value) or len(value) > 320:
+        raise InputError(field, f"{email!r} is not an email address (expected name@domain)")
+    return value
+
+
+def normalize_groups(groups: list[str] | tuple[str, ...], field: str = "group") -> list[str]:
+    """Return distinct group names in order.
+
+    Raises:
+        InputError: a name is empty, too long, or has characters other than letters, digits,
+            ``.``, ``_`` and ``-``.
+    """
+    out: list[str] = []
+    for group in groups:
+        name = group.strip()
+        if not _GROUP.match(name):
+            raise InputError(
+                field, f"{group!r} is not a group name (letters, digits, '.', '_', '-'; max 100)"
+            )
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def create_user(
+    session: Session,
+    email: str,
+    *,
+    display_name: str = "",
+    groups: list[str] | tuple[str, ...] = (),
+    is_admin: bool = False,
+    plan: str = "free",
+) -> User:
+    """Add a user.
+
+    Raises:
+        InputError: bad email, group or plan.
+        ConflictError: a user with this email exists.
+    """
+    address = normalize_email(email)
+    if plan not in ("free", "paid"):
+        raise InputError("plan", f"{plan!r} is not a plan (free or paid)")
+    if session.scalar(select(User.id).where(User.email == address)) is not None:
+        raise ConflictError(f"user {address} already exists")
+    user = User(
+        email=address,
+        display_name=display_name or address.split("@")[0],
+        groups=normalize_groups(groups),
+        is_admin=is_admin,
+        plan=plan,
+    )
+    session.add(user)
+    try:
+        session.flush()
+    except IntegrityError as exc:  # a concurrent insert won the race
+        raise ConflictError(f"user {address} already exists") from exc
+    return user
+
+
+def ensure_user(session: Session, email: str, *, is_admin: bool = False) -> User:
+    """Return the user with ``email``, creating it when missing (the local single user)."""
+    address = normalize_email(email)
+    user = session.scalar(select(User).where(User.email == address))
+    return user or create_user(session, address, is_admin=is_admin)
+
+
+def get_user(session: Session, email: str) -> User:
+    """Return the user with ``email``.
+
+    Raises:
+        NotFoundError: no such user.
+    """
+    address = normalize_email(email)
+    user = session.scalar(select(User).where(User.email == address))
+    if user is None:
+        raise NotFoundError(f"no user {address}; add one with `search2o users add {address}`")
+    return user
+
+
+def list_users(session: Session) -> list[User]:
+    """Return every user, ordered by email."""
+    return list(session.scalars(select(User).order_by(User.email)))
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def issue_token(session: Session, user: User, name: str = "") -> str:
+    """Create an API token for ``user`` and return its secret (shown once, stored hashed)."""
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    session.add(
+        ApiToken(user_id=user.id, name=name[:100], prefix=secret[:12], token_hash=_hash(secret))
+    )
+    session.flush()
+    return secret
+
+
+def list_tokens(session: Session) -> list[TokenInfo]:
+    """Return every token with its owner, newest first."""
+    rows = session.execute(
+        select(ApiToken, User.email).join(User).order_by(ApiToken.created_at.desc())
+    ).all()
+    return [
+        TokenInfo(t.id, email, t.name, t.prefix, t.created_at, t.last_used_at, t.revoked_at is not None)
+        for t, email in rows
+    ]
+
+
+def revoke_token(session: Session, token_or_prefix: str) -> TokenInfo:
+    """Revoke a token given by its secret or its 12-character prefix (as listed).
+
+    Raises:
+        NotFoundError: no active token matches.
+        InputError: the prefix matches several tokens.
+    """
+    value = token_or_prefix.strip()
+    if len(value) > 12:
+        matches = list(session.scalars(select(ApiToken).where(ApiToken.token_hash == _hash(value))))
+    else:
+        matches = list(session.scalars(select(ApiToken).where(ApiToken.prefix == value)))
+    matches = [t for t in matches if t.revoked_at is None]
+    if not matches:
+        raise NotFoundError(f"no active token {value[:12]!r}; see `search2o tokens list`")
+    if len(matches) > 1:
+        raise InputError("token", f"prefix {value!r} matches {len(matches)} tokens; give the token")
+    token = matches[0]
+    token.revoked_at = utcnow()
+    session.flush()
+    return TokenInfo(
+        token.id, token.user.email, token.name, token.prefix, token.created_at,
+        token.last_used_at, True,
+    )
+
+
+def authenticate(session: Session, secret: str) -> Principal:
+    """Return the principal owning the active token ``secret`` and note its use.
+
+    Raises:
+        AuthenticationError: unknown or revoked token.
+    """
+    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == _hash(secret.strip())))
+    if token is None or token.revoked_at is not None:
+        raise AuthenticationError("invalid or revoked API token")
+    token.last_used_at = utcnow()
+    return Principal.of(token.user)

@@ -1,0 +1,94 @@
+"""The app factory: ``create_app(settings)`` builds a FastAPI app with its own runtime.
+
+Nothing is created at import time; the runtime (database, migrations) opens when the factory
+runs and closes with the app's lifespan. Every request is logged as one structured line.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+
+from fastapi import FastAPI, Request, Response
+
+from search2o.api.errors import install_error_handlers
+from search2o.api.routers import documents, health, search
+from search2o.config import Settings, load_settings
+from search2o.logs import configure_logging
+from search2o.runtime import Runtime
+
+__all__ = ["LOOPBACK_HOSTS", "create_app"]
+
+log = logging.getLogger("search2o.api")
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> FastAPI:
+    """Build the API.
+
+    Args:
+        settings: defaults to :func:`load_settings` (environment + TOML file).
+        runtime: an already open runtime to share (tests); otherwise one is opened here and
+            closed when the app shuts down.
+
+    Raises:
+        ConfigError, StorageError: the settings are bad or the database cannot be opened.
+    """
+    settings = settings or (runtime.settings if runtime else load_settings())
+    configure_logging(settings.log_level, settings.log_format)
+    owned = runtime is None
+    rt = runtime or Runtime(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.auth_mode == "local" and settings.host not in LOOPBACK_HOSTS:
+            log.warning(
+                "LOCAL SINGLE-USER MODE on a non-loopback address: every client acts as the "
+                "local admin without a token; set SEARCH2O_AUTH_MODE=token for shared use",
+                extra={"fields": {"host": settings.host, "auth_mode": "local"}},
+            )
+        yield
+        if owned:
+            rt.close()
+
+    app = FastAPI(
+        title="search2o",
+        version=version("search2o"),
+        description="Conversations with your company's knowledge and agents.",
+        lifespan=lifespan,
+    )
+    app.state.runtime = rt
+    install_error_handlers(app)
+    for module in (health, search, documents):
+        app.include_router(module.router)
+
+    @app.middleware("http")
+    async def log_requests(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        started = time.perf_counter()
+        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
+        response = await call_next(request)
+        response.headers["x-request-id"] = request_id
+        if settings.auth_mode == "local":
+            response.headers["x-search2o-auth-mode"] = "local-single-user"
+        log.info(
+            "request",
+            extra={
+                "fields": {
+                    "request_id": request_id,
+                    "method": request.method,
+                    "path": request.url.path,
+                    "status": response.status_code,
+                    "ms": round((time.perf_counter() - started) * 1000, 1),
+                }
+            },
+        )
+        return response
+
+    return app

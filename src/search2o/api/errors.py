@@ -1,0 +1,53 @@
+"""The one place where errors become HTTP statuses.
+
+Every :class:`Search2oError` subclass maps to one status; the body is
+``{"detail": {"error": <ClassName>, "message": ..., "field": ...}}``. Request validation errors
+from FastAPI keep status 422 and name the field.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from search2o import errors
+
+__all__ = ["STATUS_BY_ERROR", "install_error_handlers", "status_for"]
+
+STATUS_BY_ERROR: dict[type[errors.Search2oError], int] = {
+    errors.Search2oError: 500,
+    errors.ConfigError: 500,
+    errors.InputError: 422,
+    errors.UnsupportedFileError: 422,
+    errors.CorruptFileError: 422,
+    errors.AuthenticationError: 401,
+    errors.PermissionDeniedError: 403,
+    errors.NotFoundError: 404,
+    errors.ConflictError: 409,
+    errors.IndexMismatchError: 409,
+    errors.StorageError: 503,
+    errors.ProviderError: 502,
+}
+
+
+def status_for(exc: errors.Search2oError) -> int:
+    """Return the status of ``exc``'s class (the nearest mapped ancestor)."""
+    for cls in type(exc).__mro__:
+        if cls in STATUS_BY_ERROR:
+            return STATUS_BY_ERROR[cls]
+    return 500
+
+
+async def _handle(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, errors.Search2oError)
+    body: dict[str, object] = {"error": type(exc).__name__, "message": exc.message}
+    if isinstance(exc, errors.InputError):
+        body["field"] = exc.field
+        body["reason"] = exc.reason
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, errors.AuthenticationError) else None
+    return JSONResponse({"detail": body}, status_code=status_for(exc), headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handler for every :class:`Search2oError`."""
+    app.add_exception_handler(errors.Search2oError, _handle)

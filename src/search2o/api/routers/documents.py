@@ -1,0 +1,54 @@
+"""``/v1/documents``: upload (multipart), list and delete documents."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, UploadFile, status
+
+from search2o.api.deps import CurrentUser, RuntimeDep
+from search2o.api.schemas import DocumentPublic, IngestPublic
+from search2o.errors import InputError, PermissionDeniedError
+from search2o.knowledge.access import AccessList
+
+router = APIRouter(prefix="/v1/documents", tags=["documents"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def upload_documents(
+    user: CurrentUser,
+    runtime: RuntimeDep,
+    files: Annotated[list[UploadFile], File(description="Markdown, text, HTML, PDF or DOCX")],
+    groups: Annotated[list[str] | None, Form(description="readers' groups; none = everyone")] = None,
+    users: Annotated[list[str] | None, Form(description="readers' emails; none = everyone")] = None,
+) -> list[IngestPublic]:
+    """Ingest uploaded files (admins only). Each file is identified by ``upload:<filename>``;
+    uploading it again replaces it, or does nothing when unchanged. Bad files are reported as
+    ``skipped`` with a reason and do not stop the others."""
+    if not user.is_admin:
+        raise PermissionDeniedError("only admins upload documents")
+    access = AccessList.build(groups or [], users or [])
+    limit = runtime.settings.knowledge.max_file_bytes
+    outcomes = []
+    for position, upload in enumerate(files):
+        name = (upload.filename or "").strip()
+        if not name:
+            raise InputError(f"files[{position}]", "has no file name")
+        data = upload.file.read(limit + 1)
+        outcome = runtime.knowledge.ingest_bytes(f"upload:{name}", name, data, access)
+        outcomes.append(IngestPublic(**asdict(outcome)))
+    return outcomes
+
+
+@router.get("")
+def list_documents(user: CurrentUser, runtime: RuntimeDep) -> list[DocumentPublic]:
+    """List the documents the caller may read (admins: all)."""
+    return [DocumentPublic(**asdict(d)) for d in runtime.knowledge.list_documents(user)]
+
+
+@router.delete("/{document_id}")
+def delete_document(document_id: int, user: CurrentUser, runtime: RuntimeDep) -> DocumentPublic:
+    """Delete a document with its chunks and vectors (admins; others get 403, or 404 when
+    they may not even read it)."""
+    return DocumentPublic(**asdict(runtime.knowledge.delete_document(user, document_id)))

@@ -1,0 +1,79 @@
+"""Request and response bodies of the HTTP API, with limits declared on fields."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "DocumentPublic",
+    "HealthPublic",
+    "IngestPublic",
+    "SearchHitPublic",
+    "SearchPublic",
+    "SearchRequest",
+]
+
+
+class SearchRequest(BaseModel):
+    """``POST /v1/search``: a query and how many hits to return."""
+
+    query: str = Field(description="free text; not empty, at most knowledge.max_query_chars")
+    k: int = Field(default=5, description="1..knowledge.max_k")
+
+
+class SearchHitPublic(BaseModel):
+    """One hit: the chunk text with its document's title and path, heading path and scores."""
+
+    chunk_id: int
+    document_id: int
+    title: str
+    source: str
+    heading_path: list[str]
+    text: str
+    score: float
+    similarity: float | None
+    vector_rank: int | None
+    lexical_rank: int | None
+
+
+class SearchPublic(BaseModel):
+    """Search results, best first, with timings in milliseconds."""
+
+    hits: list[SearchHitPublic]
+    embed_ms: float
+    search_ms: float
+
+
+class DocumentPublic(BaseModel):
+    """A stored document as listed."""
+
+    id: int
+    source: str
+    title: str
+    media_type: str
+    size_bytes: int
+    chunk_count: int
+    access: list[str]
+    updated_at: datetime
+
+
+class IngestPublic(BaseModel):
+    """Outcome of one uploaded file: ``added``, ``updated``, ``unchanged`` or ``skipped``."""
+
+    source: str
+    status: str
+    chunks: int
+    reason: str
+    document_id: int | None
+    title: str
+
+
+class HealthPublic(BaseModel):
+    """Liveness and the mode the server runs in."""
+
+    status: str
+    version: str
+    database: str
+    auth_mode: str

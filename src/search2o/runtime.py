@@ -1,0 +1,78 @@
+"""The runtime: everything one process builds from its settings, opened and closed together.
+
+The CLI and the app factory create one :class:`Runtime`; nothing is created at import time.
+The embedding model is built lazily, so commands that do not embed (``users``, ``db``) never
+load it.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from types import TracebackType
+
+from search2o.accounts import Principal, ensure_user, get_user
+from search2o.config import Settings
+from search2o.knowledge.store import KnowledgeStore
+from search2o.providers.embeddings import Embedder, build_embedder
+from search2o.storage.db import Database
+
+__all__ = ["Runtime"]
+
+
+class Runtime:
+    """The database, embedder and Knowledge Store of one process.
+
+    Args:
+        settings: the validated settings.
+        migrate: apply pending migrations when opening the database.
+
+    Raises:
+        ConfigError, StorageError: the database URL is bad or the database cannot be reached.
+    """
+
+    def __init__(self, settings: Settings, *, migrate: bool = True) -> None:
+        self.settings = settings
+        self.database = Database(settings.resolved_database_url, migrate=migrate)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The configured embedding model (built on first use)."""
+        return build_embedder(self.settings.embedding)
+
+    @cached_property
+    def knowledge(self) -> KnowledgeStore:
+        """The Knowledge Store (built on first use)."""
+        return KnowledgeStore(self.database, self.embedder, self.settings.knowledge)
+
+    def local_principal(self) -> Principal:
+        """Return the single local user of ``auth_mode=local``, an admin, creating it once."""
+        with self.database.session() as session:
+            return Principal.of(
+                ensure_user(session, self.settings.local_user_email, is_admin=True)
+            )
+
+    def principal_for(self, email: str | None) -> Principal:
+        """Return the principal of ``email``, or the local user when ``email`` is ``None``.
+
+        Raises:
+            NotFoundError: no user with that email.
+        """
+        if email is None:
+            return self.local_principal()
+        with self.database.session() as session:
+            return Principal.of(get_user(session, email))
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self.database.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,149 @@
+"""The database: engine, sessions and migrations for SQLite (default) and PostgreSQL.
+
+A :class:`Database` owns its engine and applies Alembic migrations when it opens, so callers
+never remember a manual setup step. SQLite connections get WAL journaling, foreign keys and a
+busy timeout (SQLite documentation, "Write-Ahead Logging", "PRAGMA foreign_keys").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import create_engine, event, select, update
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
+
+from search2o.errors import ConfigError, StorageError
+from search2o.storage.models import Counter
+
+__all__ = ["Backend", "Database", "bump_counter", "read_counter"]
+
+Backend = Literal["sqlite", "postgresql"]
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+class Database:
+    """An open database with the schema at the latest migration.
+
+    Args:
+        url: SQLAlchemy URL (``sqlite:///path.db`` or ``postgresql+psycopg://...``).
+        migrate: apply pending migrations now (the default; ``search2o db upgrade`` does the same).
+
+    Raises:
+        ConfigError: the URL is malformed or names an unsupported backend.
+        StorageError: the database cannot be reached or migrated.
+    """
+
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
+        try:
+            parsed = make_url(url)
+        except ArgumentError as exc:
+            raise ConfigError(f"database_url {url!r} is not a valid SQLAlchemy URL") from exc
+        backend = parsed.get_backend_name()
+        if backend not in ("sqlite", "postgresql"):
+            raise ConfigError(
+                f"database_url uses {backend!r}; supported: sqlite, postgresql+psycopg"
+            )
+        self.backend: Backend = "sqlite" if backend == "sqlite" else "postgresql"
+        self.url = parsed
+        kwargs: dict[str, Any] = {}
+        if self.backend == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            # A short-lived pool of plain connections: SQLite has no server to keep open.
+            kwargs["poolclass"] = NullPool
+        else:
+            kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=10)
+        self.engine: Engine = create_engine(parsed, **kwargs)
+        if self.backend == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if migrate:
+            self.upgrade()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """Yield a session inside one transaction: committed on success, rolled back on any
+        exception (``KeyboardInterrupt`` included), so nothing half-written stays behind.
+
+        Raises:
+            StorageError: the database failed (the original error is chained).
+        """
+        session = self._sessions()
+        try:
+            with session.begin():
+                yield session
+        except OperationalError as exc:
+            raise StorageError(f"database error: {exc.orig}") from exc
+        finally:
+            session.close()
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Apply Alembic migrations up to ``revision``.
+
+        Raises:
+            StorageError: a migration failed; the database is left at the last good revision.
+        """
+        from alembic import command
+
+        try:
+            with self.engine.begin() as connection:
+                config = self._alembic_config()
+                config.attributes["connection"] = connection
+                command.upgrade(config, revision)
+        except SQLAlchemyError as exc:
+            raise StorageError(f"cannot migrate {self.describe()}: {exc}") from exc
+
+    def current_revision(self) -> str | None:
+        """Return the applied Alembic revision, or ``None`` for a blank database."""
+        from alembic.runtime.migration import MigrationContext
+
+        with self.engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+
+    def describe(self) -> str:
+        """Return the URL with any password hidden, for logs and messages."""
+        return self.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+    @staticmethod
+    def _alembic_config() -> Any:
+        from alembic.config import Config
+
+        config = Config()
+        location = resources.files("search2o.storage") / "migrations"
+        config.set_main_option("script_location", str(location))
+        return config
+
+
+def read_counter(session: Session, name: str) -> int:
+    """Return the value of counter ``name`` (0 when it was never bumped)."""
+    value = session.scalar(select(Counter.value).where(Counter.name == name))
+    return int(value or 0)
+
+
+def bump_counter(session: Session, name: str) -> None:
+    """Add one to counter ``name`` inside the caller's transaction."""
+    result = session.execute(
+        update(Counter).where(Counter.name == name).values(value=Counter.value + 1)
+    )
+    if getattr(result, "rowcount", 0) == 0:
+        session.add(Counter(name=name, value=1))
+        session.flush()

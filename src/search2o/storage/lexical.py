@@ -1,0 +1,89 @@
+"""Lexical (keyword) search per backend, filtered by readable documents before ranking.
+
+* SQLite: FTS5 with the Porter stemmer, ranked by BM25 (Robertson & Zaragoza 2009; SQLite FTS5
+  documentation, "The bm25() function").
+* PostgreSQL: a stored ``tsvector`` with a GIN index, ranked by ``ts_rank_cd`` (cover density,
+  Clarke, Cormack & Tudhope 2000; PostgreSQL manual 12.3.3).
+
+Terms are OR-ed, not AND-ed: lexical results feed Reciprocal Rank Fusion, where recall matters
+more than precision, and a question rarely repeats every word of its answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import Select, Text, cast, func, literal_column, select, text
+from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.orm import Session
+
+from search2o.storage.models import Chunk
+
+__all__ = ["lexical_search", "query_terms"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MAX_TERMS = 64
+
+
+def query_terms(query: str) -> list[str]:
+    """Return the distinct lower-cased word tokens of ``query`` (at most 64), in order."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        seen.setdefault(word, None)
+    return list(seen)[:_MAX_TERMS]
+
+
+def lexical_search(
+    session: Session, query: str, limit: int, readable: Select[tuple[int]] | None
+) -> list[tuple[int, float]]:
+    """Return ``(chunk_id, score)`` pairs, best first, at most ``limit``.
+
+    Args:
+        query: free text; only its word tokens are used, so no query syntax can be injected.
+        readable: a SELECT of readable document ids, or ``None`` when every document is.
+
+    Returns:
+        Pairs where a higher score is better (BM25 negated on SQLite, ``ts_rank_cd`` on PostgreSQL).
+    """
+    terms = query_terms(query)
+    if not terms:
+        return []
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":
+        return _postgres(session, terms, limit, readable)
+    return _sqlite(session, terms, limit, readable)
+
+
+def _sqlite(
+    session: Session, terms: list[str], limit: int, readable: Select[tuple[int]] | None
+) -> list[tuple[int, float]]:
+    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    rank = literal_column("bm25(chunks_fts)")
+    stmt = (
+        select(literal_column("chunks_fts.rowid"), rank)
+        .select_from(text("chunks_fts"))
+        .where(text("chunks_fts MATCH :match").bindparams(match=match))
+    )
+    if readable is not None:
+        stmt = stmt.where(
+            literal_column("chunks_fts.rowid").in_(
+                select(Chunk.id).where(Chunk.document_id.in_(readable))
+            )
+        )
+    rows = session.execute(stmt.order_by(rank).limit(limit)).all()
+    return [(int(r[0]), -float(r[1])) for r in rows]
+
+
+def _postgres(
+    session: Session, terms: list[str], limit: int, readable: Select[tuple[int]] | None
+) -> list[tuple[int, float]]:
+    # plainto_tsquery stems and drops stop words; its '&' are turned into '|' for OR semantics.
+    plain = cast(func.plainto_tsquery("english", " ".join(terms)), Text)
+    tsquery = cast(func.replace(plain, " & ", " | "), TSQUERY)
+    vector = literal_column("chunks.search_vector")
+    rank = func.ts_rank_cd(vector, tsquery)
+    stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
+    if readable is not None:
+        stmt = stmt.where(Chunk.document_id.in_(readable))
+    rows = session.execute(stmt.order_by(rank.desc()).limit(limit)).all()
+    return [(int(r[0]), float(r[1])) for r in rows]

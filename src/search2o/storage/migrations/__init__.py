@@ -1,0 +1,1 @@
+"""Alembic migrations of search2o, run programmatically by :mod:`search2o.storage.db`."""

@@ -1,0 +1,208 @@
+"""The tables of search2o (SQLAlchemy 2 typed declarative models).
+
+Schema changes go through Alembic migrations in :mod:`search2o.storage.migrations`; these models
+describe the current head. Backend-specific objects (FTS5 table and triggers on SQLite, the
+``tsvector`` column and GIN index on PostgreSQL, per-model HNSW indexes) are created by the
+migrations and :mod:`search2o.storage.vectors`, not here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeEngine
+
+__all__ = [
+    "ApiToken",
+    "Base",
+    "Chunk",
+    "ChunkEmbedding",
+    "Counter",
+    "Document",
+    "DocumentAccess",
+    "EmbeddingVector",
+    "User",
+    "VectorSpace",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    """Return the current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+class EmbeddingVector(TypeDecorator[np.ndarray]):
+    """A float32 vector: pgvector's ``vector`` on PostgreSQL, a raw float32 BLOB elsewhere.
+
+    The column has no fixed dimension so several embedding models can coexist during a reindex;
+    HNSW indexes are built per model on ``embedding::vector(d)`` (pgvector README, "Can I store
+    vectors with different dimensions in the same column?").
+    """
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """Use pgvector's type on PostgreSQL, ``BLOB`` elsewhere."""
+        if dialect.name == "postgresql":
+            from pgvector.sqlalchemy import VECTOR
+
+            return dialect.type_descriptor(VECTOR())
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        """Turn a 1-D array into the backend's wire value."""
+        if value is None:
+            return None
+        array = np.asarray(value, dtype=np.float32)
+        if dialect.name == "postgresql":
+            return array
+        return array.tobytes()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        """Turn the stored value back into a float32 array of shape ``(d,)``."""
+        if value is None:
+            return None
+        if isinstance(value, bytes | memoryview):
+            return np.frombuffer(bytes(value), dtype=np.float32)
+        return np.asarray(value, dtype=np.float32)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON}
+
+
+class User(Base):
+    """An authenticated person: email, groups, plan and admin flag."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    display_name: Mapped[str] = mapped_column(String(200), default="")
+    groups: Mapped[list[str]] = mapped_column(JSON, default=list)
+    plan: Mapped[str] = mapped_column(String(16), default="free")
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    tokens: Mapped[list[ApiToken]] = relationship(
+        back_populates="user", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class ApiToken(Base):
+    """An API token, stored only as its SHA-256 hash; ``prefix`` identifies it to people."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class Document(Base):
+    """One ingested file, identified by its ``source`` (absolute path or upload name).
+
+    ``is_public`` is true when the access list is empty (everyone may read it).
+    """
+
+    __tablename__ = "documents"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source: Mapped[str] = mapped_column(String(2000), unique=True)
+    title: Mapped[str] = mapped_column(String(500))
+    media_type: Mapped[str] = mapped_column(String(100))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    is_public: Mapped[bool] = mapped_column(Boolean, default=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    access: Mapped[list[DocumentAccess]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, lazy="selectin"
+    )
+    chunks: Mapped[list[Chunk]] = relationship(cascade="all, delete-orphan", passive_deletes=True)
+
+
+class DocumentAccess(Base):
+    """One entry of a document's access list: ``group:<name>`` or ``user:<email>``."""
+
+    __tablename__ = "document_access"
+
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True
+    )
+    principal: Mapped[str] = mapped_column(String(400), primary_key=True, index=True)
+
+
+class Chunk(Base):
+    """A piece of a document's text under one heading path, sized in embedding tokens."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (Index("ix_chunks_document_ordinal", "document_id", "ordinal"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    heading: Mapped[str] = mapped_column(Text, default="")
+    heading_path: Mapped[list[str]] = mapped_column(JSON, default=list)
+    text: Mapped[str] = mapped_column(Text)
+    token_count: Mapped[int] = mapped_column(Integer)
+
+
+class ChunkEmbedding(Base):
+    """The vector of one chunk, tagged with the embedding model that made it."""
+
+    __tablename__ = "chunk_embeddings"
+
+    chunk_id: Mapped[int] = mapped_column(
+        ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True
+    )
+    model_id: Mapped[str] = mapped_column(String(200), index=True)
+    embedding: Mapped[np.ndarray] = mapped_column(EmbeddingVector)
+
+
+class VectorSpace(Base):
+    """An embedding model whose vectors are stored, with their dimension."""
+
+    __tablename__ = "vector_spaces"
+
+    model_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    dimension: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Counter(Base):
+    """A named counter; ``knowledge`` is bumped by every change of chunks or vectors."""
+
+    __tablename__ = "counters"
+
+    name: Mapped[str] = mapped_column(String(50), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,0 +1,223 @@
+"""Vector search per backend, always filtered by the caller's readable documents before ranking.
+
+* SQLite: exact cosine search with NumPy over a per-process copy of the vectors, reloaded when
+  the ``knowledge`` counter changes. Measured on this project's 2-core machine at 100,000
+  chunks x 384 dimensions: NumPy 16 ms per query against 53 ms for sqlite-vec's ``vec0``
+  brute-force scan (``bench/search.py``); the copy holds vectors only, no per-user data.
+* PostgreSQL: pgvector. An HNSW index (Malkov & Yashunin, TPAMI 2018) per embedding model on
+  ``embedding::vector(d)`` with a partial ``WHERE model_id = ...`` predicate. A caller who may
+  read few chunks is searched exactly (the filter is selective, so an approximate index would
+  return fewer than ``k`` rows; pgvector README, "Filtering"); otherwise HNSW runs with
+  ``hnsw.ef_search`` raised, falling back to exact search if the filter left fewer than ``k``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Select, bindparam, cast, func, select, text
+from sqlalchemy.orm import Session
+
+from search2o.storage.db import Database, read_counter
+from search2o.storage.models import Chunk, ChunkEmbedding, Document
+
+__all__ = [
+    "KNOWLEDGE_COUNTER",
+    "NumpyVectorIndex",
+    "PgVectorIndex",
+    "VectorHit",
+    "VectorIndex",
+    "open_vector_index",
+]
+
+KNOWLEDGE_COUNTER = "knowledge"
+
+_Cached = tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    """One nearest chunk: its id and cosine similarity in [-1, 1]."""
+
+    chunk_id: int
+    similarity: float
+
+
+class VectorIndex(Protocol):
+    """Nearest-neighbour search over stored chunk vectors of one embedding model."""
+
+    def prepare(self, session: Session, model_id: str, dimension: int) -> None:
+        """Create whatever the backend needs before vectors of ``model_id`` are written."""
+        ...
+
+    def search(
+        self,
+        session: Session,
+        query: npt.NDArray[np.float32],
+        model_id: str,
+        k: int,
+        readable: Select[tuple[int]] | None,
+    ) -> list[VectorHit]:
+        """Return at most ``k`` hits, best first, among chunks of documents in ``readable``.
+
+        Args:
+            query: unit-length vector of shape ``(d,)``.
+            readable: a SELECT of readable document ids, or ``None`` when every document is.
+        """
+        ...
+
+
+class NumpyVectorIndex:
+    """Exact cosine search with NumPy over a cached matrix (SQLite backend)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[str, _Cached] = {}
+
+    def prepare(self, session: Session, model_id: str, dimension: int) -> None:
+        """Nothing to prepare: vectors are plain BLOBs."""
+
+    def _matrix(
+        self, session: Session, model_id: str
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        generation = read_counter(session, KNOWLEDGE_COUNTER)
+        with self._lock:
+            cached = self._cache.get(model_id)
+            if cached is not None and cached[0] == generation:
+                return cached[1], cached[2], cached[3]
+            rows = session.execute(
+                select(ChunkEmbedding.chunk_id, Chunk.document_id, ChunkEmbedding.embedding)
+                .join(Chunk, Chunk.id == ChunkEmbedding.chunk_id)
+                .where(ChunkEmbedding.model_id == model_id)
+                .order_by(ChunkEmbedding.chunk_id)
+            ).all()
+            chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            doc_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+            matrix = (
+                np.vstack([r[2] for r in rows]).astype(np.float32, copy=False)
+                if rows
+                else np.zeros((0, 1), dtype=np.float32)
+            )
+            self._cache[model_id] = (generation, chunk_ids, doc_ids, matrix)
+            return chunk_ids, doc_ids, matrix
+
+    def search(
+        self,
+        session: Session,
+        query: npt.NDArray[np.float32],
+        model_id: str,
+        k: int,
+        readable: Select[tuple[int]] | None,
+    ) -> list[VectorHit]:
+        """Exact top-``k`` by dot product of unit vectors; see :meth:`VectorIndex.search`."""
+        chunk_ids, doc_ids, matrix = self._matrix(session, model_id)
+        if len(chunk_ids) == 0:
+            return []
+        if readable is None:
+            rows = None
+            scores = matrix @ query
+        else:
+            allowed = np.fromiter(session.scalars(readable), dtype=np.int64)
+            rows = np.nonzero(np.isin(doc_ids, allowed))[0]
+            if len(rows) == 0:
+                return []
+            scores = matrix[rows] @ query
+        take = min(k, len(scores))
+        top = np.argpartition(-scores, take - 1)[:take]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        ids = chunk_ids if rows is None else chunk_ids[rows]
+        return [VectorHit(int(ids[i]), float(scores[i])) for i in top]
+
+
+class PgVectorIndex:
+    """pgvector search: HNSW per model, exact for selective access filters (PostgreSQL)."""
+
+    def __init__(self, ef_search: int = 100, exact_max_chunks: int = 20_000) -> None:
+        self.ef_search = ef_search
+        self.exact_max_chunks = exact_max_chunks
+        self._dimensions: dict[str, int] = {}
+
+    @staticmethod
+    def index_name(model_id: str) -> str:
+        """Return the HNSW index name of ``model_id`` (stable, at most 63 bytes)."""
+        return "ix_chunk_embeddings_hnsw_" + hashlib.sha1(model_id.encode()).hexdigest()[:12]
+
+    def prepare(self, session: Session, model_id: str, dimension: int) -> None:
+        """Create the model's partial HNSW index (cosine distance, m=16, ef_construction=64,
+        pgvector's defaults) if it does not exist."""
+        literal = model_id.replace("'", "''")
+        session.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {self.index_name(model_id)} ON chunk_embeddings "
+                f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
+                f"WHERE model_id = '{literal}'"
+            )
+        )
+        self._dimensions[model_id] = dimension
+
+    def search(
+        self,
+        session: Session,
+        query: npt.NDArray[np.float32],
+        model_id: str,
+        k: int,
+        readable: Select[tuple[int]] | None,
+    ) -> list[VectorHit]:
+        """HNSW or exact top-``k`` by cosine distance; see :meth:`VectorIndex.search`."""
+        dimension = int(query.shape[0])
+        exact = False
+        if readable is not None:
+            allowed_chunks = session.scalar(
+                select(func.coalesce(func.sum(Document.chunk_count), 0)).where(
+                    Document.id.in_(readable)
+                )
+            )
+            if not allowed_chunks:
+                return []
+            exact = int(allowed_chunks) <= self.exact_max_chunks
+        if not exact:
+            session.execute(text(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, k)}"))
+            hits = self._query(session, query, model_id, dimension, k, readable, exact=False)
+            if len(hits) >= k or readable is None:
+                return hits
+        return self._query(session, query, model_id, dimension, k, readable, exact=True)
+
+    @staticmethod
+    def _query(
+        session: Session,
+        query: npt.NDArray[np.float32],
+        model_id: str,
+        dimension: int,
+        k: int,
+        readable: Select[tuple[int]] | None,
+        *,
+        exact: bool,
+    ) -> list[VectorHit]:
+        from pgvector.sqlalchemy import VECTOR
+
+        distance = cast(ChunkEmbedding.embedding, VECTOR(dimension)).cosine_distance(query)
+        # "+ 0" hides the expression from the planner so it scans exactly instead of using HNSW.
+        order = distance + 0 if exact else distance
+        # The model id is rendered inline so the planner can match the partial index predicate.
+        model = bindparam("model_id", model_id, literal_execute=True)
+        stmt = select(ChunkEmbedding.chunk_id, (1 - distance).label("similarity")).where(
+            ChunkEmbedding.model_id == model
+        )
+        if readable is not None:
+            stmt = stmt.join(Chunk, Chunk.id == ChunkEmbedding.chunk_id).where(
+                Chunk.document_id.in_(readable)
+            )
+        rows = session.execute(stmt.order_by(order).limit(k)).all()
+        return [VectorHit(int(r[0]), float(r[1])) for r in rows]
+
+
+def open_vector_index(database: Database, ef_search: int, exact_max_chunks: int) -> VectorIndex:
+    """Return the vector index that fits ``database``'s backend."""
+    if database.backend == "postgresql":
+        return PgVectorIndex(ef_search=ef_search, exact_max_chunks=exact_max_chunks)
+    return NumpyVectorIndex()
