@@ -79,11 +79,11 @@ def _normalise_block(text: str) -> str:
     """Normalise newlines, strip trailing spaces per line and collapse blank-line runs."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [line.rstrip() for line in text.split("\n")]
-    return _BLANK_RUN.sub("\n\n", "\n".join(lines)).strip("\n").strip()
+    return _BLANK_RUN.sub("\n\n", "\n".join(lines)).strip()
 
 
 def _stem(filename: str) -> str:
-    """Return the file name without directories and suffix (``"a/b/Handbook.md"`` -> ``"Handbook"``)."""
+    """Return the file name without directories and suffix (``"a/b/H.md"`` -> ``"H"``)."""
     stem = PurePath(filename.replace("\\", "/")).stem
     return stem or filename
 

@@ -98,13 +98,24 @@ class Database:
         Raises:
             StorageError: a migration failed; the database is left at the last good revision.
         """
+        self._migrate("upgrade", revision)
+
+    def downgrade(self, revision: str) -> None:
+        """Revert Alembic migrations down to ``revision`` (``base`` drops every table).
+
+        Raises:
+            StorageError: a migration failed.
+        """
+        self._migrate("downgrade", revision)
+
+    def _migrate(self, direction: str, revision: str) -> None:
         from alembic import command
 
         try:
             with self.engine.begin() as connection:
                 config = self._alembic_config()
                 config.attributes["connection"] = connection
-                command.upgrade(config, revision)
+                getattr(command, direction)(config, revision)
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot migrate {self.describe()}: {exc}") from exc
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import Select, Text, cast, func, literal_column, select, text
+from sqlalchemy import Select, Text, cast, column, func, literal_column, select, table
 from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.orm import Session
 
@@ -58,17 +58,16 @@ def _sqlite(
     session: Session, terms: list[str], limit: int, readable: Select[tuple[int]] | None
 ) -> list[tuple[int, float]]:
     match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    fts = table("chunks_fts", column("rowid"))
     rank = literal_column("bm25(chunks_fts)")
     stmt = (
-        select(literal_column("chunks_fts.rowid"), rank)
-        .select_from(text("chunks_fts"))
-        .where(text("chunks_fts MATCH :match").bindparams(match=match))
+        select(fts.c.rowid, rank)
+        .select_from(fts)
+        .where(literal_column("chunks_fts").op("MATCH")(match))
     )
     if readable is not None:
         stmt = stmt.where(
-            literal_column("chunks_fts.rowid").in_(
-                select(Chunk.id).where(Chunk.document_id.in_(readable))
-            )
+            fts.c.rowid.in_(select(Chunk.id).where(Chunk.document_id.in_(readable)))
         )
     rows = session.execute(stmt.order_by(rank).limit(limit)).all()
     return [(int(r[0]), -float(r[1])) for r in rows]

@@ -1,0 +1,127 @@
+"""Shared fixtures: one parametrised database fixture over SQLite and PostgreSQL, and the real
+built-in embedding model loaded once per test session.
+
+PostgreSQL 16 with pgvector comes from the PyPI package ``pgserver`` (no system install),
+started once per session in a temporary directory; each test gets a fresh database of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from search2o.config import Settings
+from search2o.providers.embeddings import BuiltinEmbedder
+from search2o.runtime import Runtime
+from search2o.storage.db import Database
+
+# The shared data lies beside the repository (../shared/data), on developer machines and in CI.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+HANDBOOK = SHARED_DATA / "handbook"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A PostgreSQL server for the whole session (pgserver), removed at the end."""
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix="search2o-pg-")
+    server = pgserver.get_server(folder, cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pg_url(server: Any, database: str) -> str:
+    url = make_url(server.get_uri()).set(drivername="postgresql+psycopg", database=database)
+    return url.render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A URL of a blank database on each backend (a fresh PostgreSQL database per test)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'search2o.db'}"
+        return
+    server = request.getfixturevalue("pg_server")
+    name = "t_" + uuid.uuid4().hex[:12]
+    admin = create_engine(_pg_url(server, "postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield _pg_url(server, name)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def database(database_url: str) -> Iterator[Database]:
+    """An open, migrated database on each backend."""
+    db = Database(database_url)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+class MemoEmbedder(BuiltinEmbedder):
+    """The real built-in model with a per-session memo, so the same text is embedded once."""
+
+    _memo: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if missing:
+            for t, v in zip(missing, super().embed(missing), strict=True):
+                self._memo[t] = v
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack([self._memo[t] for t in texts])
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MemoEmbedder:
+    """The built-in all-MiniLM-L6-v2 embedder (real weights, loaded once)."""
+    return MemoEmbedder()
+
+
+@pytest.fixture
+def settings(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> Settings:
+    """Settings on a temporary data directory and the parametrised database."""
+    return Settings(data_dir=tmp_path_factory.mktemp("data"), database_url=database_url)
+
+
+@pytest.fixture
+def runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
+    """A runtime on each backend sharing the session's embedder."""
+    rt = Runtime(settings)
+    rt.__dict__["embedder"] = embedder  # fill the cached_property with the shared model
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+@functools.cache
+def handbook_files() -> list[Path]:
+    """The 16 Markdown files of the shared handbook."""
+    return sorted(HANDBOOK.glob("*.md"))

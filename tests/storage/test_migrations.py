@@ -1,0 +1,58 @@
+"""Migrations: a blank database reaches head on both backends, with the expected objects."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import inspect, text
+
+from search2o.errors import ConfigError
+from search2o.storage.db import Database
+
+
+def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
+    db = Database(database_url, migrate=False)
+    try:
+        assert db.current_revision() is None
+        db.upgrade()
+        assert db.current_revision() == "0001"
+        inspector = inspect(db.engine)
+        tables = set(inspector.get_table_names())
+        assert {"users", "api_tokens", "documents", "document_access", "chunks",
+                "chunk_embeddings", "vector_spaces", "counters"} <= tables
+        chunk_columns = {c["name"] for c in inspector.get_columns("chunks")}
+        assert {"id", "document_id", "ordinal", "heading", "heading_path", "text",
+                "token_count"} <= chunk_columns
+        token_columns = {c["name"] for c in inspector.get_columns("api_tokens")}
+        assert "token_hash" in token_columns and "token" not in token_columns
+        with db.engine.connect() as conn:
+            if db.backend == "sqlite":
+                assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+                assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+                assert "chunks_fts" in tables
+            else:
+                assert "search_vector" in chunk_columns
+                version = conn.execute(
+                    text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+                ).scalar()
+                assert version is not None
+        db.upgrade()  # idempotent
+        assert db.current_revision() == "0001"
+    finally:
+        db.close()
+
+
+def test_downgrade_then_upgrade_round_trips(database: Database) -> None:
+    database.downgrade("base")
+    assert database.current_revision() is None
+    assert "chunks" not in inspect(database.engine).get_table_names()
+    database.upgrade()
+    assert database.current_revision() == "0001"
+
+
+@pytest.mark.parametrize(
+    ("url", "needle"),
+    [("mysql://u@h/db", "mysql"), ("not a url", "not a valid")],
+)
+def test_unsupported_or_malformed_url_is_a_config_error(url: str, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        Database(url)
