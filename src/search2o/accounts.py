@@ -49,6 +49,7 @@ class Principal:
         groups: group names, e.g. ``("hr", "eng")``.
         is_admin: may manage users and every document.
         plan: ``free`` or ``paid``.
+
     """
 
     user_id: int
@@ -63,8 +64,11 @@ class Principal:
         return cls(user.id, user.email, tuple(user.groups), user.is_admin, user.plan)
 
     def access_keys(self) -> list[str]:
-        """Return the access-list entries that grant this caller: ``user:<email>``,
-        ``group:<g>``."""
+        """Return the access-list entries that grant this caller.
+
+        Returns:
+            ``["user:<email>", "group:<g>", ...]``.
+        """
         return [f"user:{self.email}", *(f"group:{g}" for g in self.groups)]
 
 
@@ -86,6 +90,7 @@ def normalize_email(email: str, field: str = "email") -> str:
 
     Raises:
         InputError: it does not look like ``name@domain``.
+
     """
     value = email.strip().lower()
     if not _EMAIL.match(value) or len(value) > 320:
@@ -99,6 +104,7 @@ def normalize_groups(groups: list[str] | tuple[str, ...], field: str = "group") 
     Raises:
         InputError: a name is empty, too long, or has characters other than letters, digits,
             ``.``, ``_`` and ``-``.
+
     """
     out: list[str] = []
     for group in groups:
@@ -126,6 +132,7 @@ def create_user(
     Raises:
         InputError: bad email, group or plan.
         ConflictError: a user with this email exists.
+
     """
     address = normalize_email(email)
     if plan not in ("free", "paid"):
@@ -159,6 +166,7 @@ def get_user(session: Session, email: str) -> User:
 
     Raises:
         NotFoundError: no such user.
+
     """
     address = normalize_email(email)
     user = session.scalar(select(User).where(User.email == address))
@@ -192,7 +200,9 @@ def list_tokens(session: Session) -> list[TokenInfo]:
         select(ApiToken, User.email).join(User).order_by(ApiToken.created_at.desc())
     ).all()
     return [
-        TokenInfo(t.id, email, t.name, t.prefix, t.created_at, t.last_used_at, t.revoked_at is not None)
+        TokenInfo(
+            t.id, email, t.name, t.prefix, t.created_at, t.last_used_at, t.revoked_at is not None
+        )
         for t, email in rows
     ]
 
@@ -203,6 +213,7 @@ def revoke_token(session: Session, token_or_prefix: str) -> TokenInfo:
     Raises:
         NotFoundError: no active token matches.
         InputError: the prefix matches several tokens.
+
     """
     value = token_or_prefix.strip()
     if len(value) > 12:
@@ -218,8 +229,13 @@ def revoke_token(session: Session, token_or_prefix: str) -> TokenInfo:
     token.revoked_at = utcnow()
     session.flush()
     return TokenInfo(
-        token.id, token.user.email, token.name, token.prefix, token.created_at,
-        token.last_used_at, True,
+        token.id,
+        token.user.email,
+        token.name,
+        token.prefix,
+        token.created_at,
+        token.last_used_at,
+        True,
     )
 
 
@@ -228,6 +244,7 @@ def authenticate(session: Session, secret: str) -> Principal:
 
     Raises:
         AuthenticationError: unknown or revoked token.
+
     """
     token = session.scalar(select(ApiToken).where(ApiToken.token_hash == _hash(secret.strip())))
     if token is None or token.revoked_at is not None:

@@ -86,6 +86,7 @@ class Settings(BaseSettings):
         auth_mode: ``local`` = one local user, no token needed (embedded default); ``token`` =
             every request carries ``Authorization: Bearer <token>``.
         log_format: ``json`` (one structured line per event) or ``text``.
+
     """
 
     model_config = SettingsConfigDict(
@@ -150,6 +151,7 @@ def load_settings(**overrides: Any) -> Settings:
 
     Raises:
         ConfigError: a value is invalid; the message names the setting and the rule.
+
     """
     from pydantic import ValidationError
 

@@ -46,6 +46,7 @@ class Search2oError(Exception):
 
     Args:
         message: a sentence for a person: what is wrong and, where possible, the fix.
+
     """
 
     def __init__(self, message: str) -> None:
@@ -63,6 +64,7 @@ class InputError(Search2oError):
     Args:
         field: dotted name of the offending field (``query``, ``files[2]``, ``--k``).
         reason: the rule that was broken, e.g. ``"must not be empty"``.
+
     """
 
     def __init__(self, field: str, reason: str) -> None:

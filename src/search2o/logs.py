@@ -45,6 +45,7 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
     Args:
         level: ``DEBUG``, ``INFO``, ``WARNING`` or ``ERROR``.
         fmt: ``json`` for one structured line per event, ``text`` for people.
+
     """
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":

@@ -28,6 +28,7 @@ class Runtime:
 
     Raises:
         ConfigError, StorageError: the database URL is bad or the database cannot be reached.
+
     """
 
     def __init__(self, settings: Settings, *, migrate: bool = True) -> None:
@@ -47,15 +48,14 @@ class Runtime:
     def local_principal(self) -> Principal:
         """Return the single local user of ``auth_mode=local``, an admin, creating it once."""
         with self.database.session() as session:
-            return Principal.of(
-                ensure_user(session, self.settings.local_user_email, is_admin=True)
-            )
+            return Principal.of(ensure_user(session, self.settings.local_user_email, is_admin=True))
 
     def principal_for(self, email: str | None) -> Principal:
         """Return the principal of ``email``, or the local user when ``email`` is ``None``.
 
         Raises:
             NotFoundError: no user with that email.
+
         """
         if email is None:
             return self.local_principal()

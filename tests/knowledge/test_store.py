@@ -18,7 +18,9 @@ from tests.conftest import HANDBOOK, handbook_files
 pytestmark = pytest.mark.slow
 
 
-def _user(runtime: Runtime, email: str, groups: tuple[str, ...] = (), admin: bool = False) -> Principal:
+def _user(
+    runtime: Runtime, email: str, groups: tuple[str, ...] = (), admin: bool = False
+) -> Principal:
     with runtime.database.session() as session:
         return Principal.of(create_user(session, email, groups=list(groups), is_admin=admin))
 
@@ -90,7 +92,9 @@ def test_bad_files_are_skipped_with_a_reason_and_the_rest_ingested(
 
 
 def test_oversized_file_is_skipped(runtime: Runtime, tmp_path: Path) -> None:
-    runtime.knowledge.settings = runtime.knowledge.settings.model_copy(update={"max_file_bytes": 10})
+    runtime.knowledge.settings = runtime.knowledge.settings.model_copy(
+        update={"max_file_bytes": 10}
+    )
     runtime.knowledge.ingestor.settings = runtime.knowledge.settings
     (tmp_path / "big.md").write_text("# Big\n\nMore than ten bytes of text.\n")
     outcome = runtime.knowledge.ingest_paths([tmp_path], AccessList()).outcomes[0]
@@ -154,8 +158,13 @@ def test_is_empty_and_delete_rules(runtime: Runtime, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("query", "k", "field"),
-    [("", 5, "query"), ("   ", 5, "query"), ("x" * 2001, 5, "query"), ("ok", 0, "k"),
-     ("ok", 101, "k")],
+    [
+        ("", 5, "query"),
+        ("   ", 5, "query"),
+        ("x" * 2001, 5, "query"),
+        ("ok", 0, "k"),
+        ("ok", 101, "k"),
+    ],
 )
 def test_bad_queries_are_input_errors(runtime: Runtime, query: str, k: int, field: str) -> None:
     with pytest.raises(InputError) as info:
@@ -167,7 +176,9 @@ def test_interruption_leaves_each_document_whole_or_absent(
     runtime: Runtime, tmp_path: Path
 ) -> None:
     for i in range(4):
-        (tmp_path / f"doc{i}.md").write_text(f"# Doc {i}\n\nParagraph number {i} about topic {i}.\n")
+        (tmp_path / f"doc{i}.md").write_text(
+            f"# Doc {i}\n\nParagraph number {i} about topic {i}.\n"
+        )
     real_embed = runtime.embedder.embed
     calls = {"n": 0}
 
@@ -233,7 +244,9 @@ def test_model_change_asks_for_reindex_and_reindex_fixes_it(
     runtime.knowledge.ingest_paths([tmp_path], AccessList())
     from search2o.knowledge.store import KnowledgeStore
 
-    other = KnowledgeStore(runtime.database, _OtherModel(runtime.embedder), runtime.settings.knowledge)
+    other = KnowledgeStore(
+        runtime.database, _OtherModel(runtime.embedder), runtime.settings.knowledge
+    )
     principal = runtime.local_principal()
     with pytest.raises(IndexMismatchError, match="reindex"):
         other.search(principal, "where is the garage", 3)

@@ -17,11 +17,26 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
         assert db.current_revision() == "0001"
         inspector = inspect(db.engine)
         tables = set(inspector.get_table_names())
-        assert {"users", "api_tokens", "documents", "document_access", "chunks",
-                "chunk_embeddings", "vector_spaces", "counters"} <= tables
+        assert {
+            "users",
+            "api_tokens",
+            "documents",
+            "document_access",
+            "chunks",
+            "chunk_embeddings",
+            "vector_spaces",
+            "counters",
+        } <= tables
         chunk_columns = {c["name"] for c in inspector.get_columns("chunks")}
-        assert {"id", "document_id", "ordinal", "heading", "heading_path", "text",
-                "token_count"} <= chunk_columns
+        assert {
+            "id",
+            "document_id",
+            "ordinal",
+            "heading",
+            "heading_path",
+            "text",
+            "token_count",
+        } <= chunk_columns
         token_columns = {c["name"] for c in inspector.get_columns("api_tokens")}
         assert "token_hash" in token_columns and "token" not in token_columns
         with db.engine.connect() as conn:

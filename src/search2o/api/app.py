@@ -38,6 +38,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
     Raises:
         ConfigError, StorageError: the settings are bad or the database cannot be opened.
+
     """
     settings = settings or (runtime.settings if runtime else load_settings())
     configure_logging(settings.log_level, settings.log_format)

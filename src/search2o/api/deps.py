@@ -36,6 +36,7 @@ def get_principal(
 
     Raises:
         AuthenticationError: missing (in token mode), unknown or revoked token.
+
     """
     if credentials is not None:
         with runtime.database.session() as session:

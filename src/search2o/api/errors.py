@@ -44,7 +44,9 @@ async def _handle(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, errors.InputError):
         body["field"] = exc.field
         body["reason"] = exc.reason
-    headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, errors.AuthenticationError) else None
+    headers = (
+        {"WWW-Authenticate": "Bearer"} if isinstance(exc, errors.AuthenticationError) else None
+    )
     return JSONResponse({"detail": body}, status_code=status_for(exc), headers=headers)
 
 

@@ -33,7 +33,9 @@ def _global(
     ] = None,
     database_url: Annotated[
         str | None,
-        typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://... Env: SEARCH2O_DATABASE_URL."),
+        typer.Option(
+            help="SQLAlchemy URL, e.g. postgresql+psycopg://... Env: SEARCH2O_DATABASE_URL."
+        ),
     ] = None,
 ) -> None:
     set_global_options(data_dir, database_url)

@@ -43,19 +43,26 @@ def users_add(
 def users_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List users with their groups, plan and admin flag."""
     with open_runtime() as runtime, runtime.database.session() as session:
-        rows = [
-            {"email": u.email, "name": u.display_name, "groups": u.groups, "plan": u.plan,
-             "admin": u.is_admin}
-            for u in accounts.list_users(session)
-        ]
+        users = accounts.list_users(session)
     if as_json:
+        rows = [
+            {
+                "email": u.email,
+                "name": u.display_name,
+                "groups": u.groups,
+                "plan": u.plan,
+                "admin": u.is_admin,
+            }
+            for u in users
+        ]
         typer.echo(json.dumps(rows, indent=2))
         return
     table = Table()
     for column in ("email", "name", "groups", "plan", "admin"):
         table.add_column(column)
-    for r in rows:
-        table.add_row(r["email"], r["name"], ", ".join(r["groups"]), r["plan"], "yes" if r["admin"] else "")
+    for u in users:
+        admin = "yes" if u.is_admin else ""
+        table.add_row(u.email, u.display_name, ", ".join(u.groups), u.plan, admin)
     console.print(table)
 
 
@@ -82,7 +89,10 @@ def tokens_list() -> None:
         table.add_column(column)
     for t in tokens:
         table.add_row(
-            t.prefix, t.email, t.name, f"{t.created_at:%Y-%m-%d %H:%M}",
+            t.prefix,
+            t.email,
+            t.name,
+            f"{t.created_at:%Y-%m-%d %H:%M}",
             f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "",
             "revoked" if t.revoked else "active",
         )

@@ -41,9 +41,9 @@ def serve(
 
 @handle_errors
 def demo(
-    path: Annotated[
-        Path, typer.Argument(help="Folder to ingest (default: ./docs).")
-    ] = Path("docs"),
+    path: Annotated[Path, typer.Argument(help="Folder to ingest (default: ./docs).")] = Path(
+        "docs"
+    ),
     query: Annotated[
         list[str] | None, typer.Option("--query", "-q", help="Question to search (repeatable).")
     ] = None,

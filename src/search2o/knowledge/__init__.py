@@ -5,4 +5,11 @@ from search2o.knowledge.ingest import IngestOutcome, IngestSummary
 from search2o.knowledge.search import SearchHit, SearchResult
 from search2o.knowledge.store import KnowledgeStore
 
-__all__ = ["AccessList", "IngestOutcome", "IngestSummary", "KnowledgeStore", "SearchHit", "SearchResult"]
+__all__ = [
+    "AccessList",
+    "IngestOutcome",
+    "IngestSummary",
+    "KnowledgeStore",
+    "SearchHit",
+    "SearchResult",
+]

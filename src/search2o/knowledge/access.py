@@ -30,11 +30,14 @@ class AccessList:
     _entries: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
-    def build(cls, groups: list[str] | tuple[str, ...] = (), users: list[str] | tuple[str, ...] = ()) -> AccessList:
+    def build(
+        cls, groups: list[str] | tuple[str, ...] = (), users: list[str] | tuple[str, ...] = ()
+    ) -> AccessList:
         """Validate and normalise the names.
 
         Raises:
             InputError: a group name or an email is malformed (field ``group`` / ``user``).
+
         """
         return cls(
             tuple(normalize_groups(groups)),
@@ -51,7 +54,7 @@ class AccessList:
         return {f"group:{g}" for g in self.groups} | {f"user:{u}" for u in self.users}
 
 
-def readable_documents(principal: Principal) -> Select[tuple[int]]:
+def readable_documents(principal: Principal) -> Select[int]:
     """Return a SELECT of the ids of documents ``principal`` may read."""
     granted = select(DocumentAccess.document_id).where(
         DocumentAccess.principal.in_(principal.access_keys())
@@ -59,8 +62,10 @@ def readable_documents(principal: Principal) -> Select[tuple[int]]:
     return select(Document.id).where(or_(Document.is_public, Document.id.in_(granted)))
 
 
-def readable_filter(session: Session, principal: Principal) -> Select[tuple[int]] | None:
-    """Return :func:`readable_documents`, or ``None`` when no document is restricted at all
-    (then searches skip the filter)."""
+def readable_filter(session: Session, principal: Principal) -> Select[int] | None:
+    """Return :func:`readable_documents`, or ``None`` when no document is restricted at all.
+
+    With ``None`` the searches skip the filter, which is the common single-team case.
+    """
     restricted = session.scalar(select(exists().where(Document.is_public.is_(False))))
     return readable_documents(principal) if restricted else None

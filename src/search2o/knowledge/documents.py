@@ -64,6 +64,7 @@ def delete_document(session: Session, principal: Principal, document_id: int) ->
     Raises:
         NotFoundError: no such document, or one the caller may not read.
         PermissionDeniedError: the caller may read it but is not an admin.
+
     """
     document = session.get(Document, document_id)
     if document is None:

@@ -80,6 +80,7 @@ def iter_files(paths: Iterable[Path]) -> Iterator[Path]:
 
     Raises:
         InputError: a path does not exist (field ``path``).
+
     """
     for path in paths:
         if not path.exists():
@@ -101,6 +102,7 @@ class Ingestor:
         embedder: makes chunk vectors; its tokenizer sizes chunks.
         index: the backend's vector index (prepared once per model).
         settings: chunk size, overlap and file size limit.
+
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class Ingestor:
 
         Raises:
             InputError: a path does not exist (checked before anything is written).
+
         """
         started = time.perf_counter()
         files = list(iter_files(paths))
@@ -171,6 +174,7 @@ class Ingestor:
 
         Raises:
             IndexMismatchError: stored vectors come from another embedding model.
+
         """
         if len(data) > self.settings.max_file_bytes:
             return IngestOutcome(source, "skipped", reason=self._too_large(len(data)))
@@ -180,12 +184,18 @@ class Ingestor:
             if existing is not None and existing.content_hash == digest:
                 if {a.principal for a in existing.access} == access.entries():
                     return IngestOutcome(
-                        source, "unchanged", existing.chunk_count, document_id=existing.id,
+                        source,
+                        "unchanged",
+                        existing.chunk_count,
+                        document_id=existing.id,
                         title=existing.title,
                     )
                 self._set_access(session, existing, access)
                 return IngestOutcome(
-                    source, "updated", existing.chunk_count, document_id=existing.id,
+                    source,
+                    "updated",
+                    existing.chunk_count,
+                    document_id=existing.id,
                     title=existing.title,
                 )
         try:
@@ -213,8 +223,9 @@ class Ingestor:
                 vectors=vectors,
                 access=access,
             )
-            return IngestOutcome(source, status, len(pieces), document_id=document.id,
-                                 title=document.title)
+            return IngestOutcome(
+                source, status, len(pieces), document_id=document.id, title=document.title
+            )
 
     def write_document(
         self,
@@ -229,14 +240,16 @@ class Ingestor:
         vectors: npt.NDArray[np.float32],
         access: AccessList,
     ) -> tuple[Document, Literal["added", "updated"]]:
-        """Insert or replace one document with its chunks and vectors, in ``session``'s
-        transaction.
+        """Insert or replace one document with its chunks and vectors.
+
+        Runs inside ``session``'s transaction; the caller commits.
 
         Args:
             pieces: the chunks, in order; ``vectors`` has shape ``(len(pieces), dimension)``.
 
         Raises:
             IndexMismatchError: stored vectors come from another embedding model.
+
         """
         claim_vector_space(session, self.embedder)
         self.index.prepare(session, self.embedder.model_id, self.embedder.dimension)

@@ -36,6 +36,7 @@ class SearchHit:
         similarity: cosine similarity of query and chunk vectors, when the vector retriever
             found the chunk; ``None`` for lexical-only hits.
         vector_rank, lexical_rank: 1-based rank in each retriever's list, or ``None``.
+
     """
 
     chunk_id: int
@@ -66,6 +67,7 @@ def validate_query(query: str, k: int, settings: KnowledgeSettings) -> str:
     Raises:
         InputError: the query is empty or longer than ``max_query_chars`` (field ``query``),
             or ``k`` is outside ``1..max_k`` (field ``k``).
+
     """
     text = query.strip()
     if not text:
@@ -84,6 +86,7 @@ def reciprocal_rank_fusion(rankings: list[list[int]], k: int = 60) -> dict[int, 
 
     Returns:
         Scores by id (unordered); ids absent from a list get nothing from it.
+
     """
     scores: dict[int, float] = {}
     for ranking in rankings:
@@ -114,6 +117,7 @@ def search(
     Raises:
         InputError: bad query or ``k``.
         IndexMismatchError: stored vectors come from another embedding model.
+
     """
     text = validate_query(query, k, settings)
     if not check_vector_space(session, embedder):

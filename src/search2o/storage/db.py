@@ -46,6 +46,7 @@ class Database:
     Raises:
         ConfigError: the URL is malformed or names an unsupported backend.
         StorageError: the database cannot be reached or migrated.
+
     """
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
@@ -77,11 +78,14 @@ class Database:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """Yield a session inside one transaction: committed on success, rolled back on any
-        exception (``KeyboardInterrupt`` included), so nothing half-written stays behind.
+        """Yield a session inside one transaction.
+
+        Committed on success, rolled back on any exception (``KeyboardInterrupt`` included),
+        so nothing half-written stays behind.
 
         Raises:
             StorageError: the database failed (the original error is chained).
+
         """
         session = self._sessions()
         try:
@@ -97,6 +101,7 @@ class Database:
 
         Raises:
             StorageError: a migration failed; the database is left at the last good revision.
+
         """
         self._migrate("upgrade", revision)
 
@@ -105,6 +110,7 @@ class Database:
 
         Raises:
             StorageError: a migration failed.
+
         """
         self._migrate("downgrade", revision)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import Select, Text, cast, column, func, literal_column, select, table
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy import Float, Select, Text, cast, column, func, literal_column, select, table
+from sqlalchemy.dialects.postgresql import TSQUERY, TSVECTOR
 from sqlalchemy.orm import Session
 
 from search2o.storage.models import Chunk
@@ -34,7 +34,7 @@ def query_terms(query: str) -> list[str]:
 
 
 def lexical_search(
-    session: Session, query: str, limit: int, readable: Select[tuple[int]] | None
+    session: Session, query: str, limit: int, readable: Select[int] | None
 ) -> list[tuple[int, float]]:
     """Return ``(chunk_id, score)`` pairs, best first, at most ``limit``.
 
@@ -44,6 +44,7 @@ def lexical_search(
 
     Returns:
         Pairs where a higher score is better (BM25 negated on SQLite, ``ts_rank_cd`` on PostgreSQL).
+
     """
     terms = query_terms(query)
     if not terms:
@@ -55,31 +56,29 @@ def lexical_search(
 
 
 def _sqlite(
-    session: Session, terms: list[str], limit: int, readable: Select[tuple[int]] | None
+    session: Session, terms: list[str], limit: int, readable: Select[int] | None
 ) -> list[tuple[int, float]]:
     match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
     fts = table("chunks_fts", column("rowid"))
-    rank = literal_column("bm25(chunks_fts)")
+    rank = literal_column("bm25(chunks_fts)", Float)
     stmt = (
         select(fts.c.rowid, rank)
         .select_from(fts)
         .where(literal_column("chunks_fts").op("MATCH")(match))
     )
     if readable is not None:
-        stmt = stmt.where(
-            fts.c.rowid.in_(select(Chunk.id).where(Chunk.document_id.in_(readable)))
-        )
+        stmt = stmt.where(fts.c.rowid.in_(select(Chunk.id).where(Chunk.document_id.in_(readable))))
     rows = session.execute(stmt.order_by(rank).limit(limit)).all()
     return [(int(r[0]), -float(r[1])) for r in rows]
 
 
 def _postgres(
-    session: Session, terms: list[str], limit: int, readable: Select[tuple[int]] | None
+    session: Session, terms: list[str], limit: int, readable: Select[int] | None
 ) -> list[tuple[int, float]]:
     # plainto_tsquery stems and drops stop words; its '&' are turned into '|' for OR semantics.
     plain = cast(func.plainto_tsquery("english", " ".join(terms)), Text)
     tsquery = cast(func.replace(plain, " & ", " | "), TSQUERY)
-    vector = literal_column("chunks.search_vector")
+    vector = literal_column("chunks.search_vector", TSVECTOR)
     rank = func.ts_rank_cd(vector, tsquery)
     stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
     if readable is not None:

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Select, bindparam, cast, func, select, text
+from sqlalchemy import Select, String, bindparam, cast, func, select, text
 from sqlalchemy.orm import Session
 
 from search2o.storage.db import Database, read_counter
@@ -61,13 +61,14 @@ class VectorIndex(Protocol):
         query: npt.NDArray[np.float32],
         model_id: str,
         k: int,
-        readable: Select[tuple[int]] | None,
+        readable: Select[int] | None,
     ) -> list[VectorHit]:
         """Return at most ``k`` hits, best first, among chunks of documents in ``readable``.
 
         Args:
             query: unit-length vector of shape ``(d,)``.
             readable: a SELECT of readable document ids, or ``None`` when every document is.
+
         """
         ...
 
@@ -112,7 +113,7 @@ class NumpyVectorIndex:
         query: npt.NDArray[np.float32],
         model_id: str,
         k: int,
-        readable: Select[tuple[int]] | None,
+        readable: Select[int] | None,
     ) -> list[VectorHit]:
         """Exact top-``k`` by dot product of unit vectors; see :meth:`VectorIndex.search`."""
         chunk_ids, doc_ids, matrix = self._matrix(session, model_id)
@@ -148,8 +149,10 @@ class PgVectorIndex:
         return "ix_chunk_embeddings_hnsw_" + hashlib.sha1(model_id.encode()).hexdigest()[:12]
 
     def prepare(self, session: Session, model_id: str, dimension: int) -> None:
-        """Create the model's partial HNSW index (cosine distance, m=16, ef_construction=64,
-        pgvector's defaults) if it does not exist."""
+        """Create the model's partial HNSW index if it does not exist.
+
+        Cosine distance with pgvector's defaults m=16, ef_construction=64.
+        """
         literal = model_id.replace("'", "''")
         session.execute(
             text(
@@ -166,7 +169,7 @@ class PgVectorIndex:
         query: npt.NDArray[np.float32],
         model_id: str,
         k: int,
-        readable: Select[tuple[int]] | None,
+        readable: Select[int] | None,
     ) -> list[VectorHit]:
         """HNSW or exact top-``k`` by cosine distance; see :meth:`VectorIndex.search`."""
         dimension = int(query.shape[0])
@@ -194,7 +197,7 @@ class PgVectorIndex:
         model_id: str,
         dimension: int,
         k: int,
-        readable: Select[tuple[int]] | None,
+        readable: Select[int] | None,
         *,
         exact: bool,
     ) -> list[VectorHit]:
@@ -204,7 +207,7 @@ class PgVectorIndex:
         # "+ 0" hides the expression from the planner so it scans exactly instead of using HNSW.
         order = distance + 0 if exact else distance
         # The model id is rendered inline so the planner can match the partial index predicate.
-        model = bindparam("model_id", model_id, literal_execute=True)
+        model = bindparam("model_id", model_id, type_=String, literal_execute=True)
         stmt = select(ChunkEmbedding.chunk_id, (1 - distance).label("similarity")).where(
             ChunkEmbedding.model_id == model
         )

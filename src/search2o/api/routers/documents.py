@@ -20,12 +20,17 @@ def upload_documents(
     user: CurrentUser,
     runtime: RuntimeDep,
     files: Annotated[list[UploadFile], File(description="Markdown, text, HTML, PDF or DOCX")],
-    groups: Annotated[list[str] | None, Form(description="readers' groups; none = everyone")] = None,
+    groups: Annotated[
+        list[str] | None, Form(description="readers' groups; none = everyone")
+    ] = None,
     users: Annotated[list[str] | None, Form(description="readers' emails; none = everyone")] = None,
 ) -> list[IngestPublic]:
-    """Ingest uploaded files (admins only). Each file is identified by ``upload:<filename>``;
-    uploading it again replaces it, or does nothing when unchanged. Bad files are reported as
-    ``skipped`` with a reason and do not stop the others."""
+    """Ingest uploaded files (admins only).
+
+    Each file is identified by ``upload:<filename>``; uploading it again replaces it, or does
+    nothing when unchanged. Bad files are reported as ``skipped`` with a reason and do not stop
+    the others.
+    """
     if not user.is_admin:
         raise PermissionDeniedError("only admins upload documents")
     access = AccessList.build(groups or [], users or [])
@@ -49,6 +54,8 @@ def list_documents(user: CurrentUser, runtime: RuntimeDep) -> list[DocumentPubli
 
 @router.delete("/{document_id}")
 def delete_document(document_id: int, user: CurrentUser, runtime: RuntimeDep) -> DocumentPublic:
-    """Delete a document with its chunks and vectors (admins; others get 403, or 404 when
-    they may not even read it)."""
+    """Delete a document with its chunks and vectors.
+
+    Admins only: others get 403, or 404 when they may not even read it.
+    """
     return DocumentPublic(**asdict(runtime.knowledge.delete_document(user, document_id)))
