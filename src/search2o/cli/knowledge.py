@@ -102,7 +102,8 @@ def print_hits(result: SearchResult, as_json: bool) -> None:
         where = Path(hit.source).name
         if hit.heading_path:
             where += "\n" + " > ".join(hit.heading_path)
-        snippet = hit.text if len(hit.text) <= 300 else hit.text[:297] + "..."
+        flat = " ".join(hit.text.split())
+        snippet = flat if len(flat) <= 300 else flat[:297] + "..."
         table.add_row(str(rank), f"{hit.score:.4f}", where, snippet)
     console.print(table)
     console.print(
