@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,10 +54,14 @@ def test_create_user_normalises_email_groups_and_defaults(database: Database) ->
 
 def test_create_user_keeps_a_given_display_name_and_admin_flag(database: Database) -> None:
     with database.session() as session:
-        user = accounts.create_user(session, "boss@example.com", display_name="The Boss",
-                                    is_admin=True)
+        user = accounts.create_user(
+            session, "boss@example.com", display_name="The Boss", is_admin=True
+        )
         assert (user.display_name, user.is_admin, user.plan, user.groups) == (
-            "The Boss", True, "free", []
+            "The Boss",
+            True,
+            "free",
+            [],
         )
 
 
@@ -94,7 +100,7 @@ def test_group_names_at_the_limits_are_accepted(database: Database) -> None:
 def test_duplicate_email_is_a_conflict_whatever_the_case(database: Database) -> None:
     with database.session() as session:
         accounts.create_user(session, "dup@example.com")
-    with pytest.raises(ConflictError, match="dup@example.com"), database.session() as session:
+    with pytest.raises(ConflictError, match=r"dup@example\.com"), database.session() as session:
         accounts.create_user(session, "DUP@example.com ")
     assert _user_count(database) == 1
 
@@ -114,7 +120,9 @@ def test_get_ensure_and_list_users(database: Database) -> None:
     with database.session() as session:
         assert accounts.get_user(session, " A@EXAMPLE.com").email == "a@example.com"
         assert [u.email for u in accounts.list_users(session)] == [
-            "a@example.com", "b@example.com", "local@localhost"
+            "a@example.com",
+            "b@example.com",
+            "local@localhost",
         ]
 
 
@@ -172,7 +180,10 @@ def test_revoke_by_prefix(database: Database) -> None:
     with database.session() as session:
         info = accounts.revoke_token(session, f" {secret[:12]} ")
     assert (info.prefix, info.email, info.name, info.revoked) == (
-        secret[:12], "rev@example.com", "ci", True
+        secret[:12],
+        "rev@example.com",
+        "ci",
+        True,
     )
     with pytest.raises(AuthenticationError), database.session() as session:
         accounts.authenticate(session, secret)
@@ -238,3 +249,23 @@ def test_list_tokens_never_shows_the_secret(database: Database) -> None:
         assert not hasattr(token, "token_hash")
         assert all(len(str(v)) < 40 for v in (token.prefix, token.name))
     assert _token_count(database) == 2
+
+
+def test_ensure_user_tolerates_a_concurrent_creation(database: Database) -> None:
+    outcome: dict[str, object] = {}
+
+    def second() -> None:
+        try:
+            with database.session() as session:
+                outcome["email"] = accounts.ensure_user(session, "local@localhost").email
+        except Exception as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=second)
+    with database.session() as first:
+        accounts.create_user(first, "local@localhost", is_admin=True)  # written, not committed
+        thread.start()
+        time.sleep(1.0)  # the second transaction found no user and waits to insert it
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert outcome == {"email": "local@localhost"}

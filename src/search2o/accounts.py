@@ -155,10 +155,34 @@ def create_user(
 
 
 def ensure_user(session: Session, email: str, *, is_admin: bool = False) -> User:
-    """Return the user with ``email``, creating it when missing (the local single user)."""
+    """Return the user with ``email``, creating it when missing (the local single user).
+
+    Safe under concurrency: the insert is ``INSERT ... ON CONFLICT DO NOTHING`` (SQLite and
+    PostgreSQL), so two first requests at once both get the one user.
+
+    Raises:
+        InputError: ``email`` is malformed.
+    """
     address = normalize_email(email)
     user = session.scalar(select(User).where(User.email == address))
-    return user or create_user(session, address, is_admin=is_admin)
+    if user is not None:
+        return user
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    values = {
+        "email": address,
+        "display_name": address.split("@")[0],
+        "groups": [],
+        "plan": "free",
+        "is_admin": is_admin,
+        "created_at": utcnow(),
+    }
+    session.execute(insert(User).values(**values).on_conflict_do_nothing(index_elements=["email"]))
+    return session.scalars(
+        select(User).where(User.email == address).execution_options(populate_existing=True)
+    ).one()
 
 
 def get_user(session: Session, email: str) -> User:

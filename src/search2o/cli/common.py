@@ -40,9 +40,13 @@ def set_global_options(data_dir: Path | None, database_url: str | None) -> None:
         _OVERRIDES["database_url"] = database_url
 
 
-def settings() -> Settings:
-    """Build the settings from the environment, the TOML file and global options."""
-    loaded = load_settings(**_OVERRIDES)
+def settings(**extra: Any) -> Settings:
+    """Build the settings from the environment, the TOML file, global options and ``extra``.
+
+    Raises:
+        ConfigError: a value is invalid (the message names the setting).
+    """
+    loaded = load_settings(**_OVERRIDES, **{k: v for k, v in extra.items() if v is not None})
     configure_logging(loaded.log_level if loaded.log_level != "INFO" else "WARNING", "text")
     return loaded
 

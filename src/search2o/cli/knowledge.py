@@ -46,6 +46,7 @@ def run_ingest(runtime: Runtime, paths: list[Path], access: AccessList) -> Inges
         TextColumn("{task.description}"),
         console=err_console,
         transient=True,
+        disable=not err_console.is_terminal,
     )
     task = progress.add_task("", total=None)
 
@@ -164,7 +165,8 @@ def reindex(
     """Re-embed every chunk with the configured embedding model (after a model change)."""
     if batch_size < 1:
         raise InputError("--batch-size", f"must be at least 1, got {batch_size}")
-    with open_runtime() as runtime, Progress(console=err_console, transient=True) as progress:
+    progress = Progress(console=err_console, transient=True, disable=not err_console.is_terminal)
+    with open_runtime() as runtime, progress:
         task = progress.add_task("re-embedding", total=None)
         count, seconds = runtime.knowledge.reindex(
             batch_size,

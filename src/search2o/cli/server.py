@@ -32,11 +32,9 @@ def serve(
 
     from search2o.api.app import create_app
 
-    overrides = settings().model_copy(
-        update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-    )
-    app = create_app(overrides)
-    uvicorn.run(app, host=overrides.host, port=overrides.port, log_config=None)
+    chosen = settings(host=host, port=port)
+    app = create_app(chosen)
+    uvicorn.run(app, host=chosen.host, port=chosen.port, log_config=None)
 
 
 @handle_errors

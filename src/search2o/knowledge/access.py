@@ -7,7 +7,7 @@ not read are excluded before ranking, never after.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlalchemy import Select, exists, or_, select
 from sqlalchemy.orm import Session
@@ -27,21 +27,27 @@ class AccessList:
 
     groups: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
-    _entries: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def build(
-        cls, groups: list[str] | tuple[str, ...] = (), users: list[str] | tuple[str, ...] = ()
+        cls,
+        groups: list[str] | tuple[str, ...] = (),
+        users: list[str] | tuple[str, ...] = (),
+        *,
+        fields: tuple[str, str] = ("group", "user"),
     ) -> AccessList:
         """Validate and normalise the names.
 
-        Raises:
-            InputError: a group name or an email is malformed (field ``group`` / ``user``).
+        Args:
+            fields: the caller's names of the two inputs, used in errors (CLI ``group``/``user``,
+                API ``groups``/``users``).
 
+        Raises:
+            InputError: a group name or an email is malformed (field named by ``fields``).
         """
         return cls(
-            tuple(normalize_groups(groups)),
-            tuple(sorted({normalize_email(u, "user") for u in users})),
+            tuple(normalize_groups(groups, fields[0])),
+            tuple(sorted({normalize_email(u, fields[1]) for u in users})),
         )
 
     @property

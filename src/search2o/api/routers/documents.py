@@ -33,13 +33,14 @@ def upload_documents(
     """
     if not user.is_admin:
         raise PermissionDeniedError("only admins upload documents")
-    access = AccessList.build(groups or [], users or [])
-    limit = runtime.settings.knowledge.max_file_bytes
-    outcomes = []
-    for position, upload in enumerate(files):
-        name = (upload.filename or "").strip()
+    access = AccessList.build(groups or [], users or [], fields=("groups", "users"))
+    names = [(upload.filename or "").strip() for upload in files]
+    for position, name in enumerate(names):
         if not name:
             raise InputError(f"files[{position}]", "has no file name")
+    limit = runtime.settings.knowledge.max_file_bytes
+    outcomes = []
+    for name, upload in zip(names, files, strict=True):
         data = upload.file.read(limit + 1)
         outcome = runtime.knowledge.ingest_bytes(f"upload:{name}", name, data, access)
         outcomes.append(IngestPublic(**asdict(outcome)))
