@@ -8,13 +8,15 @@ from sqlalchemy import inspect, text
 from search2o.errors import ConfigError
 from search2o.storage.db import Database
 
+HEAD = "0002"
+
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
     db = Database(database_url, migrate=False)
     try:
         assert db.current_revision() is None
         db.upgrade()
-        assert db.current_revision() == "0001"
+        assert db.current_revision() == HEAD
         inspector = inspect(db.engine)
         tables = set(inspector.get_table_names())
         assert {
@@ -51,7 +53,23 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
                 ).scalar()
                 assert version is not None
         db.upgrade()  # idempotent
-        assert db.current_revision() == "0001"
+        assert db.current_revision() == HEAD
+    finally:
+        db.close()
+
+
+def test_a_database_at_0001_upgrades_and_keeps_its_rows(database_url: str) -> None:
+    db = Database(database_url, migrate=False)
+    try:
+        db.upgrade("0001")
+        with db.engine.begin() as conn:
+            conn.execute(text("INSERT INTO counters (name, value) VALUES ('knowledge', 7)"))
+        db.upgrade()
+        assert db.current_revision() == HEAD
+        with db.engine.connect() as conn:
+            assert conn.execute(text("SELECT value FROM counters")).scalar() == 7
+            if db.backend == "sqlite":
+                assert conn.execute(text("SELECT count(*) FROM chunks_fts_vocab")).scalar() == 0
     finally:
         db.close()
 
@@ -61,7 +79,7 @@ def test_downgrade_then_upgrade_round_trips(database: Database) -> None:
     assert database.current_revision() is None
     assert "chunks" not in inspect(database.engine).get_table_names()
     database.upgrade()
-    assert database.current_revision() == "0001"
+    assert database.current_revision() == HEAD
 
 
 @pytest.mark.parametrize(

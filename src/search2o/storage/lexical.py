@@ -7,22 +7,49 @@
 
 Terms are OR-ed, not AND-ed: lexical results feed Reciprocal Rank Fusion, where recall matters
 more than precision, and a question rarely repeats every word of its answer.
+
+Ranking an OR query costs time in proportion to the rows that match any term, so very common
+terms are left out when rarer ones remain, as Lucene's ``CommonTermsQuery`` does: a term is
+*common* when it occurs in more than ``max(common_min_rows, common_fraction x rows)`` chunks.
+Such a term adds little to BM25 (its IDF is at most ``ln(1 / common_fraction)``) while it can
+match most of the corpus. Document frequencies come from FTS5's ``fts5vocab`` table on SQLite
+and from the planner's lexeme statistics (``pg_stats.most_common_elems``, kept by ANALYZE) on
+PostgreSQL.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from sqlalchemy import Float, Select, Text, cast, column, func, literal_column, select, table
-from sqlalchemy.dialects.postgresql import TSQUERY, TSVECTOR
+from sqlalchemy import Float, Select, column, func, literal_column, select, table, text
+from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.orm import Session
 
 from search2o.storage.models import Chunk
 
-__all__ = ["STOP_WORDS", "lexical_search", "query_terms"]
+__all__ = ["STOP_WORDS", "CommonTerms", "lexical_search", "query_terms"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 64
+
+
+@dataclass(frozen=True)
+class CommonTerms:
+    """When a term counts as common (see the module docstring); defaults suit 2-core machines.
+
+    Attributes:
+        fraction: share of chunks above which a term is common.
+        min_rows: a term in at most this many chunks is never common (small corpora keep all
+            their terms: ranking them is cheap).
+    """
+
+    fraction: float = 0.05
+    min_rows: int = 1000
+
+    def cutoff(self, rows: int) -> float:
+        """Return the document frequency above which a term is common in ``rows`` chunks."""
+        return max(float(self.min_rows), self.fraction * rows)
 
 
 # English function words that match nearly every chunk; from the Snowball English stop list
@@ -55,30 +82,56 @@ def query_terms(query: str) -> list[str]:
 
 
 def lexical_search(
-    session: Session, query: str, limit: int, readable: Select[int] | None
+    session: Session,
+    query: str,
+    limit: int,
+    readable: Select[int] | None,
+    common: CommonTerms | None = None,
 ) -> list[tuple[int, float]]:
     """Return ``(chunk_id, score)`` pairs, best first, at most ``limit``.
 
     Args:
         query: free text; only its word tokens are used, so no query syntax can be injected.
         readable: a SELECT of readable document ids, or ``None`` when every document is.
+        common: when a term is too common to rank; default :class:`CommonTerms`.
 
     Returns:
         Pairs where a higher score is better (BM25 negated on SQLite, ``ts_rank_cd`` on PostgreSQL).
-
     """
     terms = query_terms(query)
     if not terms:
         return []
-    bind = session.get_bind()
-    if bind.dialect.name == "postgresql":
-        return _postgres(session, terms, limit, readable)
-    return _sqlite(session, terms, limit, readable)
+    common = common or CommonTerms()
+    if session.get_bind().dialect.name == "postgresql":
+        return _postgres(session, terms, limit, readable, common)
+    return _sqlite(session, terms, limit, readable, common)
+
+
+def _drop_common(frequencies: dict[str, float], cutoff: float) -> list[str]:
+    """Keep the terms at or below ``cutoff``; if none is, keep the rarest one."""
+    kept = [t for t, f in frequencies.items() if f <= cutoff]
+    if kept or not frequencies:
+        return kept
+    return [min(frequencies, key=lambda t: frequencies[t])]
 
 
 def _sqlite(
-    session: Session, terms: list[str], limit: int, readable: Select[int] | None
+    session: Session,
+    terms: list[str],
+    limit: int,
+    readable: Select[int] | None,
+    common: CommonTerms,
 ) -> list[tuple[int, float]]:
+    import snowballstemmer
+
+    # FTS5's porter tokenizer stems with Porter's original algorithm; so does this stemmer.
+    stems = dict(zip(terms, snowballstemmer.stemmer("porter").stemWords(terms), strict=True))
+    vocab = table("chunks_fts_vocab", column("term"), column("doc"))
+    found_terms = select(vocab.c.term, vocab.c.doc).where(vocab.c.term.in_(set(stems.values())))
+    counts = {str(term): int(doc) for term, doc in session.execute(found_terms)}
+    rows = session.scalar(select(func.count()).select_from(Chunk)) or 0
+    frequencies = {t: float(counts.get(stem, 0)) for t, stem in stems.items()}
+    terms = _drop_common(frequencies, common.cutoff(rows))
     match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
     fts = table("chunks_fts", column("rowid"))
     rank = literal_column("bm25(chunks_fts)", Float).label("rank")
@@ -88,8 +141,8 @@ def _sqlite(
         .where(literal_column("chunks_fts").op("MATCH")(match))
     )
     if readable is None:
-        rows = session.execute(stmt.order_by(literal_column("rank")).limit(limit)).all()
-        return [(int(r[0]), -float(r[1])) for r in rows]
+        found = session.execute(stmt.order_by(literal_column("rank")).limit(limit)).all()
+        return [(int(r[0]), -float(r[1])) for r in found]
     # The MATCH runs once, materialised, and the access filter joins it before ORDER BY/LIMIT.
     # A `rowid IN (...)` constraint on the FTS5 table instead makes SQLite re-run the MATCH
     # once per readable rowid (seconds at 100,000 chunks).
@@ -104,16 +157,38 @@ def _sqlite(
     return [(int(r[0]), -float(r[1])) for r in session.execute(filtered)]
 
 
+_PG_LEXEMES = text("SELECT unnest(tsvector_to_array(to_tsvector('english', :query)))")
+_PG_STATS = text(
+    "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+    "WHERE schemaname = current_schema() AND tablename = 'chunks' AND attname = 'search_vector'"
+)
+
+
 def _postgres(
-    session: Session, terms: list[str], limit: int, readable: Select[int] | None
+    session: Session,
+    terms: list[str],
+    limit: int,
+    readable: Select[int] | None,
+    common: CommonTerms,
 ) -> list[tuple[int, float]]:
-    # plainto_tsquery stems and drops stop words; its '&' are turned into '|' for OR semantics.
-    plain = cast(func.plainto_tsquery("english", " ".join(terms)), Text)
-    tsquery = cast(func.replace(plain, " & ", " | "), TSQUERY)
+    lexemes = list(session.scalars(_PG_LEXEMES, {"query": " ".join(terms)}))
+    if not lexemes:  # only stop words of PostgreSQL's english configuration
+        return []
+    stats = session.execute(_PG_STATS).first()
+    if stats is not None and stats[0]:
+        # Lexeme frequencies are shares of rows; unlisted lexemes are rarer than every listed one.
+        shares = dict(zip(stats[0], stats[1], strict=False))
+        rows = session.scalar(select(func.count()).select_from(Chunk)) or 0
+        frequencies = {lex: float(shares.get(lex, 0.0)) * rows for lex in lexemes}
+        lexemes = _drop_common(frequencies, common.cutoff(rows))
+    # Lexemes are already stemmed: the 'simple' configuration only lower-cases them.
+    tsquery = func.to_tsquery(
+        "simple", " | ".join("'" + x.replace("'", "''") + "'" for x in lexemes)
+    )
     vector = literal_column("chunks.search_vector", TSVECTOR)
     rank = func.ts_rank_cd(vector, tsquery)
     stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
     if readable is not None:
         stmt = stmt.where(Chunk.document_id.in_(readable))
-    rows = session.execute(stmt.order_by(rank.desc()).limit(limit)).all()
-    return [(int(r[0]), float(r[1])) for r in rows]
+    found = session.execute(stmt.order_by(rank.desc()).limit(limit)).all()
+    return [(int(r[0]), float(r[1])) for r in found]
