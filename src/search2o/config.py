@@ -42,6 +42,7 @@ class EmbeddingSettings(BaseModel):
     dimensions: int | None = Field(default=None, ge=1, le=8192)
     batch_size: int = Field(default=64, ge=1, le=2048)
     timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx, backoff")
     tokenizer_path: Path | None = Field(
         default=None, description="tokenizer.json used to size chunks for `openai` models"
     )

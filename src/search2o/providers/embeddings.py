@@ -13,7 +13,7 @@ import re
 import threading
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -168,7 +168,7 @@ class OpenAIEmbedder:
             base_url=settings.base_url,
             api_key=settings.api_key.get_secret_value() if settings.api_key else "unused",
             timeout=settings.timeout_s,
-            max_retries=3,
+            max_retries=settings.max_retries,
         )
         self.model_id = f"openai/{settings.model}"
         if not _MODEL_ID.match(self.model_id):
@@ -215,6 +215,16 @@ class OpenAIEmbedder:
         return math.ceil(len(text) / 3)
 
 
+def _has_static(obj: object, name: str) -> bool:
+    import inspect
+
+    try:
+        inspect.getattr_static(obj, name)
+    except AttributeError:
+        return False
+    return True
+
+
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
     """Create the embedder named by ``settings.provider``.
 
@@ -232,6 +242,8 @@ def build_embedder(settings: EmbeddingSettings) -> Embedder:
         )
     factory = found[settings.provider].load()
     embedder = factory(settings)
-    if not isinstance(embedder, Embedder):
+    # getattr_static: a plain isinstance() would evaluate properties (a network probe).
+    members = ("model_id", "dimension", "max_tokens", "embed", "count_tokens")
+    if not all(_has_static(embedder, name) for name in members):
         raise ConfigError(f"embedding provider {settings.provider!r} is not an Embedder")
-    return embedder
+    return cast(Embedder, embedder)
