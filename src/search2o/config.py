@@ -59,6 +59,15 @@ class KnowledgeSettings(BaseModel):
     # Cormack, Clarke & Büttcher (SIGIR 2009) use k = 60 in Reciprocal Rank Fusion.
     rrf_k: int = Field(default=60, ge=1)
     candidates: int = Field(default=50, ge=1, le=2000, description="per-retriever depth before RRF")
+    lexical_common_fraction: float = Field(
+        default=0.01,
+        gt=0,
+        le=1,
+        description="a term in more than this share of chunks is common (Lucene CommonTermsQuery)",
+    )
+    lexical_common_min_rows: int = Field(
+        default=1000, ge=0, description="a term in at most this many chunks is never common"
+    )
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     exact_search_max_chunks: int = Field(
         default=20_000,

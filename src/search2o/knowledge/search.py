@@ -20,7 +20,7 @@ from search2o.errors import InputError
 from search2o.knowledge.access import readable_filter
 from search2o.knowledge.vectorspace import check_vector_space
 from search2o.providers.embeddings import Embedder
-from search2o.storage.lexical import lexical_search
+from search2o.storage.lexical import CommonTerms, lexical_search
 from search2o.storage.models import Chunk, Document
 from search2o.storage.vectors import VectorIndex
 
@@ -129,7 +129,8 @@ def search(
     depth = max(settings.candidates, k)
     vector_hits = index.search(session, vector, embedder.model_id, depth, readable)
     vector_done = time.perf_counter()
-    lexical_hits = lexical_search(session, text, depth, readable)
+    common = CommonTerms(settings.lexical_common_fraction, settings.lexical_common_min_rows)
+    lexical_hits = lexical_search(session, text, depth, readable, common)
     lexical_done = time.perf_counter()
     vector_ids = [h.chunk_id for h in vector_hits]
     lexical_ids = [cid for cid, _ in lexical_hits]

@@ -44,7 +44,7 @@ class CommonTerms:
             their terms: ranking them is cheap).
     """
 
-    fraction: float = 0.05
+    fraction: float = 0.01
     min_rows: int = 1000
 
     def cutoff(self, rows: int) -> float:
@@ -98,63 +98,84 @@ def lexical_search(
     Returns:
         Pairs where a higher score is better (BM25 negated on SQLite, ``ts_rank_cd`` on PostgreSQL).
     """
-    terms = query_terms(query)
-    if not terms:
+    words = query_terms(query)
+    if not words:
         return []
-    common = common or CommonTerms()
-    if session.get_bind().dialect.name == "postgresql":
-        return _postgres(session, terms, limit, readable, common)
-    return _sqlite(session, terms, limit, readable, common)
+    backend = _Postgres if session.get_bind().dialect.name == "postgresql" else _Sqlite
+    frequencies, rows = backend.frequencies(session, words)
+    if not frequencies:
+        return []
+    terms, required = _select_terms(frequencies, (common or CommonTerms()).cutoff(rows))
+    found = backend.run(session, terms, required, limit, readable)
+    if required and not found:  # no chunk has every common term: fall back to the rarest one
+        rarest = min(frequencies, key=lambda t: frequencies[t])
+        found = backend.run(session, [rarest], False, limit, readable)
+    return found
 
 
-def _drop_common(frequencies: dict[str, float], cutoff: float) -> list[str]:
-    """Keep the terms at or below ``cutoff``; if none is, keep the rarest one."""
-    kept = [t for t, f in frequencies.items() if f <= cutoff]
-    if kept or not frequencies:
-        return kept
-    return [min(frequencies, key=lambda t: frequencies[t])]
+def _select_terms(frequencies: dict[str, float], cutoff: float) -> tuple[list[str], bool]:
+    """Choose the terms to match and whether all of them are required.
+
+    Rare terms (document frequency at most ``cutoff``) are OR-ed and common ones left out; when
+    every term is common they are AND-ed, as in Lucene's ``CommonTermsQuery``, which keeps both
+    the cost and the result set small.
+
+    Returns:
+        ``(terms, all_required)``.
+    """
+    rare = [t for t, f in frequencies.items() if f <= cutoff]
+    if rare:
+        return rare, False
+    return list(frequencies), len(frequencies) > 1
 
 
-def _sqlite(
-    session: Session,
-    terms: list[str],
-    limit: int,
-    readable: Select[int] | None,
-    common: CommonTerms,
-) -> list[tuple[int, float]]:
-    import snowballstemmer
+class _Sqlite:
+    """FTS5: Porter-stemmed terms, BM25 ranking, ``fts5vocab`` document frequencies."""
 
-    # FTS5's porter tokenizer stems with Porter's original algorithm; so does this stemmer.
-    stems = dict(zip(terms, snowballstemmer.stemmer("porter").stemWords(terms), strict=True))
-    vocab = table("chunks_fts_vocab", column("term"), column("doc"))
-    found_terms = select(vocab.c.term, vocab.c.doc).where(vocab.c.term.in_(set(stems.values())))
-    counts = {str(term): int(doc) for term, doc in session.execute(found_terms)}
-    rows = session.scalar(select(func.count()).select_from(Chunk)) or 0
-    frequencies = {t: float(counts.get(stem, 0)) for t, stem in stems.items()}
-    terms = _drop_common(frequencies, common.cutoff(rows))
-    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-    fts = table("chunks_fts", column("rowid"))
-    rank = literal_column("bm25(chunks_fts)", Float).label("rank")
-    stmt = (
-        select(fts.c.rowid, rank)
-        .select_from(fts)
-        .where(literal_column("chunks_fts").op("MATCH")(match))
-    )
-    if readable is None:
-        found = session.execute(stmt.order_by(literal_column("rank")).limit(limit)).all()
-        return [(int(r[0]), -float(r[1])) for r in found]
-    # The MATCH runs once, materialised, and the access filter joins it before ORDER BY/LIMIT.
-    # A `rowid IN (...)` constraint on the FTS5 table instead makes SQLite re-run the MATCH
-    # once per readable rowid (seconds at 100,000 chunks).
-    matches = stmt.cte("matches").prefix_with("MATERIALIZED")
-    filtered = (
-        select(matches.c.rowid, matches.c.rank)
-        .join(Chunk, Chunk.id == matches.c.rowid)
-        .where(Chunk.document_id.in_(readable))
-        .order_by(matches.c.rank)
-        .limit(limit)
-    )
-    return [(int(r[0]), -float(r[1])) for r in session.execute(filtered)]
+    @staticmethod
+    def frequencies(session: Session, words: list[str]) -> tuple[dict[str, float], int]:
+        import snowballstemmer
+
+        # FTS5's porter tokenizer stems with Porter's original algorithm; so does this stemmer.
+        stems = dict(zip(words, snowballstemmer.stemmer("porter").stemWords(words), strict=True))
+        vocab = table("chunks_fts_vocab", column("term"), column("doc"))
+        found = select(vocab.c.term, vocab.c.doc).where(vocab.c.term.in_(set(stems.values())))
+        counts = {str(term): int(doc) for term, doc in session.execute(found)}
+        rows = session.scalar(select(func.count()).select_from(Chunk)) or 0
+        return {w: float(counts.get(stem, 0)) for w, stem in stems.items()}, rows
+
+    @staticmethod
+    def run(
+        session: Session,
+        terms: list[str],
+        required: bool,
+        limit: int,
+        readable: Select[int] | None,
+    ) -> list[tuple[int, float]]:
+        quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+        match = (" AND " if required else " OR ").join(quoted)
+        fts = table("chunks_fts", column("rowid"))
+        rank = literal_column("bm25(chunks_fts)", Float).label("rank")
+        stmt = (
+            select(fts.c.rowid, rank)
+            .select_from(fts)
+            .where(literal_column("chunks_fts").op("MATCH")(match))
+        )
+        if readable is None:
+            found = session.execute(stmt.order_by(literal_column("rank")).limit(limit)).all()
+            return [(int(r[0]), -float(r[1])) for r in found]
+        # The MATCH runs once, materialised, and the access filter joins it before ORDER BY and
+        # LIMIT. A `rowid IN (...)` constraint on the FTS5 table instead makes SQLite re-run the
+        # MATCH once per readable rowid (seconds at 100,000 chunks).
+        matches = stmt.cte("matches").prefix_with("MATERIALIZED")
+        filtered = (
+            select(matches.c.rowid, matches.c.rank)
+            .join(Chunk, Chunk.id == matches.c.rowid)
+            .where(Chunk.document_id.in_(readable))
+            .order_by(matches.c.rank)
+            .limit(limit)
+        )
+        return [(int(r[0]), -float(r[1])) for r in session.execute(filtered)]
 
 
 _PG_LEXEMES = text("SELECT unnest(tsvector_to_array(to_tsvector('english', :query)))")
@@ -164,31 +185,34 @@ _PG_STATS = text(
 )
 
 
-def _postgres(
-    session: Session,
-    terms: list[str],
-    limit: int,
-    readable: Select[int] | None,
-    common: CommonTerms,
-) -> list[tuple[int, float]]:
-    lexemes = list(session.scalars(_PG_LEXEMES, {"query": " ".join(terms)}))
-    if not lexemes:  # only stop words of PostgreSQL's english configuration
-        return []
-    stats = session.execute(_PG_STATS).first()
-    if stats is not None and stats[0]:
-        # Lexeme frequencies are shares of rows; unlisted lexemes are rarer than every listed one.
-        shares = dict(zip(stats[0], stats[1], strict=False))
+class _Postgres:
+    """``tsvector`` + GIN: English-stemmed lexemes, ``ts_rank_cd``, ``pg_stats`` frequencies."""
+
+    @staticmethod
+    def frequencies(session: Session, words: list[str]) -> tuple[dict[str, float], int]:
+        lexemes = list(session.scalars(_PG_LEXEMES, {"query": " ".join(words)}))
         rows = session.scalar(select(func.count()).select_from(Chunk)) or 0
-        frequencies = {lex: float(shares.get(lex, 0.0)) * rows for lex in lexemes}
-        lexemes = _drop_common(frequencies, common.cutoff(rows))
-    # Lexemes are already stemmed: the 'simple' configuration only lower-cases them.
-    tsquery = func.to_tsquery(
-        "simple", " | ".join("'" + x.replace("'", "''") + "'" for x in lexemes)
-    )
-    vector = literal_column("chunks.search_vector", TSVECTOR)
-    rank = func.ts_rank_cd(vector, tsquery)
-    stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
-    if readable is not None:
-        stmt = stmt.where(Chunk.document_id.in_(readable))
-    found = session.execute(stmt.order_by(rank.desc()).limit(limit)).all()
-    return [(int(r[0]), float(r[1])) for r in found]
+        stats = session.execute(_PG_STATS).first()
+        # Shares of rows per lexeme (ANALYZE); unlisted lexemes are rarer than every listed one,
+        # and without statistics yet every lexeme counts as rare.
+        shares = dict(zip(stats[0], stats[1], strict=False)) if stats and stats[0] else {}
+        return {lex: float(shares.get(lex, 0.0)) * rows for lex in lexemes}, rows
+
+    @staticmethod
+    def run(
+        session: Session,
+        terms: list[str],
+        required: bool,
+        limit: int,
+        readable: Select[int] | None,
+    ) -> list[tuple[int, float]]:
+        # Lexemes are already stemmed: the 'simple' configuration only lower-cases them.
+        quoted = ["'" + x.replace("'", "''") + "'" for x in terms]
+        tsquery = func.to_tsquery("simple", (" & " if required else " | ").join(quoted))
+        vector = literal_column("chunks.search_vector", TSVECTOR)
+        rank = func.ts_rank_cd(vector, tsquery)
+        stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
+        if readable is not None:
+            stmt = stmt.where(Chunk.document_id.in_(readable))
+        found = session.execute(stmt.order_by(rank.desc()).limit(limit)).all()
+        return [(int(r[0]), float(r[1])) for r in found]

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import Select, String, bindparam, cast, func, select, text
+from sqlalchemy import ARRAY, Integer, Select, String, any_, bindparam, cast, func, select, text
 from sqlalchemy.orm import Session
 
 from search2o.storage.db import Database, read_counter
@@ -191,6 +191,13 @@ class PgVectorIndex:
             hits = self._query(session, query, model_id, dimension, k, readable, exact=False)
             if len(hits) >= k or readable is None:
                 return hits
+        if readable is not None:
+            # A literal id array lets the planner see how few chunks qualify and join them by
+            # primary key, instead of scoring every stored vector before filtering.
+            ids = list(session.scalars(readable))
+            readable = select(Document.id).where(
+                Document.id == any_(bindparam("readable_ids", ids, type_=ARRAY(Integer)))
+            )
         return self._query(session, query, model_id, dimension, k, readable, exact=True)
 
     @staticmethod
