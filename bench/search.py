@@ -124,8 +124,8 @@ EF_SEARCH_VALUES = (100, 200, 400)
 TARGET_P50_MS = 30.0
 TARGET_RECALL = 0.95
 
-# Function words: frequent in every chunk and in questions (SQLite FTS5 keeps them, PostgreSQL's
-# english configuration drops them).
+# Function words: in every chunk and in most questions, so the lexical search must cope with
+# terms that match the whole corpus.
 FUNCTION_WORDS = (
     "the", "a", "of", "to", "and", "in", "is", "for", "on", "with", "that", "by", "as", "are",
     "be", "this", "it", "or", "from", "at", "we", "our", "you", "can", "how", "what", "do",

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from search2o.accounts import Principal
 from search2o.config import KnowledgeSettings
@@ -111,34 +111,30 @@ class KnowledgeStore:
         model_id = self.embedder.model_id
         done_ids = select(ChunkEmbedding.chunk_id).where(ChunkEmbedding.model_id == model_id)
         with self.database.session() as session:
-            total = (
-                session.scalar(
-                    select(func.count()).select_from(Chunk).where(Chunk.id.not_in(done_ids))
-                )
-                or 0
+            total = session.scalar(
+                select(func.count()).select_from(Chunk).where(Chunk.id.not_in(done_ids))
             )
             if session.get(VectorSpace, model_id) is None:
                 session.add(VectorSpace(model_id=model_id, dimension=self.embedder.dimension))
-            self.index.prepare(session, model_id, self.embedder.dimension)
         if on_total is not None:
-            on_total(int(total))
+            on_total(int(total or 0))
         count = 0
         while True:
             with self.database.session() as session:
                 rows = session.execute(
-                    select(Chunk, Document.title)
+                    select(Chunk.id, Chunk.heading_path, Chunk.text, Document.title)
                     .join(Document)
                     .where(Chunk.id.not_in(done_ids))
                     .order_by(Chunk.id)
                     .limit(batch_size)
                 ).all()
-                if not rows:
-                    break
-                vectors = self.embedder.embed(
-                    [embedding_text(title, c.heading_path, c.text) for c, title in rows]
-                )
-                ids = [c.id for c, _ in rows]
-                session.query(ChunkEmbedding).filter(ChunkEmbedding.chunk_id.in_(ids)).delete()
+            if not rows:
+                break
+            # Embedding happens outside any transaction; each batch is then written in one.
+            vectors = self.embedder.embed([embedding_text(r[3], r[1], r[2]) for r in rows])
+            ids = [r[0] for r in rows]
+            with self.database.session() as session:
+                session.execute(delete(ChunkEmbedding).where(ChunkEmbedding.chunk_id.in_(ids)))
                 session.add_all(
                     ChunkEmbedding(chunk_id=cid, model_id=model_id, embedding=v)
                     for cid, v in zip(ids, vectors, strict=True)
@@ -148,7 +144,9 @@ class KnowledgeStore:
             if on_batch is not None:
                 on_batch(len(rows))
         with self.database.session() as session:
-            session.query(ChunkEmbedding).filter(ChunkEmbedding.model_id != model_id).delete()
-            session.query(VectorSpace).filter(VectorSpace.model_id != model_id).delete()
+            session.execute(delete(ChunkEmbedding).where(ChunkEmbedding.model_id != model_id))
+            session.execute(delete(VectorSpace).where(VectorSpace.model_id != model_id))
+            # Built once over all vectors (faster than maintaining it row by row meanwhile).
+            self.index.prepare(session, model_id, self.embedder.dimension)
             bump_counter(session, KNOWLEDGE_COUNTER)
         return count, time.perf_counter() - started

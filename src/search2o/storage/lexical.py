@@ -183,6 +183,9 @@ _PG_STATS = text(
     "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
     "WHERE schemaname = current_schema() AND tablename = 'chunks' AND attname = 'search_vector'"
 )
+_PG_ROWS = text(
+    "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'chunks'::regclass"
+)
 
 
 class _Postgres:
@@ -191,11 +194,13 @@ class _Postgres:
     @staticmethod
     def frequencies(session: Session, words: list[str]) -> tuple[dict[str, float], int]:
         lexemes = list(session.scalars(_PG_LEXEMES, {"query": " ".join(words)}))
-        rows = session.scalar(select(func.count()).select_from(Chunk)) or 0
         stats = session.execute(_PG_STATS).first()
-        # Shares of rows per lexeme (ANALYZE); unlisted lexemes are rarer than every listed one,
-        # and without statistics yet every lexeme counts as rare.
-        shares = dict(zip(stats[0], stats[1], strict=False)) if stats and stats[0] else {}
+        if not stats or not stats[0]:  # not analyzed yet: every lexeme counts as rare
+            return dict.fromkeys(lexemes, 0.0), 0
+        # Shares of rows per lexeme; unlisted lexemes are rarer than every listed one. The row
+        # count is the planner's estimate from the same ANALYZE, not a count(*) per query.
+        shares = dict(zip(stats[0], stats[1], strict=False))
+        rows = int(session.scalar(_PG_ROWS) or 0)
         return {lex: float(shares.get(lex, 0.0)) * rows for lex in lexemes}, rows
 
     @staticmethod

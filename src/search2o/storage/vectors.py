@@ -37,8 +37,6 @@ __all__ = [
 
 KNOWLEDGE_COUNTER = "knowledge"
 
-_Cached = tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]
-
 
 @dataclass(frozen=True)
 class VectorHit:
@@ -73,39 +71,77 @@ class VectorIndex(Protocol):
         ...
 
 
+@dataclass
+class _Snapshot:
+    """The vectors of one model as of one value of the ``knowledge`` counter."""
+
+    generation: int
+    chunk_ids: npt.NDArray[np.int64]
+    doc_ids: npt.NDArray[np.int64]
+    matrix: npt.NDArray[np.float32]
+
+
 class NumpyVectorIndex:
-    """Exact cosine search with NumPy over a cached matrix (SQLite backend)."""
+    """Exact cosine search with NumPy over a cached matrix (SQLite backend).
+
+    When the ``knowledge`` counter moves, the cache is refreshed incrementally: stored chunk
+    ids are read (a few ms per 100,000), rows of deleted chunks are dropped and only new
+    chunks' vectors are loaded, so an upload does not cost a full reload. Chunk rows are never
+    updated in place (a changed document gets new chunks), which makes this exact.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cache: dict[str, _Cached] = {}
+        self._cache: dict[str, _Snapshot] = {}
 
     def prepare(self, session: Session, model_id: str, dimension: int) -> None:
         """Nothing to prepare: vectors are plain BLOBs."""
 
-    def _matrix(
-        self, session: Session, model_id: str
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    def _snapshot(self, session: Session, model_id: str) -> _Snapshot:
         generation = read_counter(session, KNOWLEDGE_COUNTER)
         with self._lock:
             cached = self._cache.get(model_id)
-            if cached is not None and cached[0] == generation:
-                return cached[1], cached[2], cached[3]
-            rows = session.execute(
-                select(ChunkEmbedding.chunk_id, Chunk.document_id, ChunkEmbedding.embedding)
-                .join(Chunk, Chunk.id == ChunkEmbedding.chunk_id)
-                .where(ChunkEmbedding.model_id == model_id)
-                .order_by(ChunkEmbedding.chunk_id)
-            ).all()
-            chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            doc_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = (
-                np.vstack([r[2] for r in rows]).astype(np.float32, copy=False)
-                if rows
-                else np.zeros((0, 1), dtype=np.float32)
+            if cached is not None and cached.generation == generation:
+                return cached
+            current = np.fromiter(
+                session.scalars(
+                    select(ChunkEmbedding.chunk_id)
+                    .where(ChunkEmbedding.model_id == model_id)
+                    .order_by(ChunkEmbedding.chunk_id)
+                ),
+                dtype=np.int64,
             )
-            self._cache[model_id] = (generation, chunk_ids, doc_ids, matrix)
-            return chunk_ids, doc_ids, matrix
+            if cached is None:
+                keep = np.zeros(0, dtype=bool)
+                old = _Snapshot(generation, current[:0], current[:0], np.zeros((0, 0), np.float32))
+            else:
+                keep = np.isin(cached.chunk_ids, current, assume_unique=True)
+                old = cached
+            new_ids = np.setdiff1d(current, old.chunk_ids[keep], assume_unique=True)
+            rows = (
+                session.execute(
+                    select(ChunkEmbedding.chunk_id, Chunk.document_id, ChunkEmbedding.embedding)
+                    .join(Chunk, Chunk.id == ChunkEmbedding.chunk_id)
+                    .where(ChunkEmbedding.model_id == model_id)
+                    .where(ChunkEmbedding.chunk_id.in_(new_ids.tolist()))
+                ).all()
+                if len(new_ids)
+                else []
+            )
+            added_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            added_docs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+            parts = [old.matrix[keep]] if keep.any() else []
+            if rows:
+                parts.append(np.vstack([r[2] for r in rows]).astype(np.float32, copy=False))
+            matrix = np.vstack(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+            snapshot = _Snapshot(
+                generation,
+                np.concatenate([old.chunk_ids[keep], added_ids]),
+                np.concatenate([old.doc_ids[keep], added_docs]),
+                matrix,
+            )
+            self._cache[model_id] = snapshot
+            return snapshot
 
     def search(
         self,
@@ -116,7 +152,8 @@ class NumpyVectorIndex:
         readable: Select[int] | None,
     ) -> list[VectorHit]:
         """Exact top-``k`` by dot product of unit vectors; see :meth:`VectorIndex.search`."""
-        chunk_ids, doc_ids, matrix = self._matrix(session, model_id)
+        snapshot = self._snapshot(session, model_id)
+        chunk_ids, doc_ids, matrix = snapshot.chunk_ids, snapshot.doc_ids, snapshot.matrix
         if len(chunk_ids) == 0:
             return []
         if readable is None:
@@ -154,16 +191,22 @@ class PgVectorIndex:
     def prepare(self, session: Session, model_id: str, dimension: int) -> None:
         """Create the model's partial HNSW index if it does not exist.
 
-        Cosine distance with pgvector's defaults m=16, ef_construction=64.
+        Cosine distance with pgvector's defaults m=16, ef_construction=64. The index is looked
+        up first: ``CREATE INDEX IF NOT EXISTS`` would take a SHARE lock on the table even when
+        the index exists, and two concurrent ingests holding it deadlock on their inserts.
         """
-        literal = model_id.replace("'", "''")
-        session.execute(
-            text(
-                f"CREATE INDEX IF NOT EXISTS {self.index_name(model_id)} ON chunk_embeddings "
-                f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
-                f"WHERE model_id = '{literal}'"
+        if self._dimensions.get(model_id) == dimension:
+            return
+        name = self.index_name(model_id)
+        if session.scalar(text("SELECT to_regclass(:name)"), {"name": name}) is None:
+            literal = model_id.replace("'", "''")
+            session.execute(
+                text(
+                    f"CREATE INDEX IF NOT EXISTS {name} ON chunk_embeddings "
+                    f"USING hnsw ((embedding::vector({int(dimension)})) vector_cosine_ops) "
+                    f"WHERE model_id = '{literal}'"
+                )
             )
-        )
         self._dimensions[model_id] = dimension
 
     def search(
