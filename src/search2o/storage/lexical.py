@@ -2,8 +2,10 @@
 
 * SQLite: FTS5 with the Porter stemmer, ranked by BM25 (Robertson & Zaragoza 2009; SQLite FTS5
   documentation, "The bm25() function").
-* PostgreSQL: a stored ``tsvector`` with a GIN index, ranked by ``ts_rank_cd`` (cover density,
-  Clarke, Cormack & Tudhope 2000; PostgreSQL manual 12.3.3).
+* PostgreSQL: a stored ``tsvector`` with a GIN index, ranked by ``ts_rank`` with normalisation
+  1 (divided by 1 + log of the chunk's length, in the spirit of BM25's length normalisation;
+  PostgreSQL manual 12.3.3). ``ts_rank_cd`` (cover density) measured 40 % slower per ranked row
+  and fusion uses only the order.
 
 Terms are OR-ed, not AND-ed: lexical results feed Reciprocal Rank Fusion, where recall matters
 more than precision, and a question rarely repeats every word of its answer.
@@ -96,7 +98,7 @@ def lexical_search(
         common: when a term is too common to rank; default :class:`CommonTerms`.
 
     Returns:
-        Pairs where a higher score is better (BM25 negated on SQLite, ``ts_rank_cd`` on PostgreSQL).
+        Pairs where a higher score is better (BM25 negated on SQLite, ``ts_rank`` on PostgreSQL).
     """
     words = query_terms(query)
     if not words:
@@ -189,7 +191,7 @@ _PG_ROWS = text(
 
 
 class _Postgres:
-    """``tsvector`` + GIN: English-stemmed lexemes, ``ts_rank_cd``, ``pg_stats`` frequencies."""
+    """``tsvector`` + GIN: English-stemmed lexemes, ``ts_rank``, ``pg_stats`` frequencies."""
 
     @staticmethod
     def frequencies(session: Session, words: list[str]) -> tuple[dict[str, float], int]:
@@ -215,7 +217,7 @@ class _Postgres:
         quoted = ["'" + x.replace("'", "''") + "'" for x in terms]
         tsquery = func.to_tsquery("simple", (" & " if required else " | ").join(quoted))
         vector = literal_column("chunks.search_vector", TSVECTOR)
-        rank = func.ts_rank_cd(vector, tsquery)
+        rank = func.ts_rank(vector, tsquery, 1)
         stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
         if readable is not None:
             stmt = stmt.where(Chunk.document_id.in_(readable))
