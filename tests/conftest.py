@@ -8,6 +8,7 @@ started once per session in a temporary directory; each test gets a fresh databa
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import tempfile
@@ -31,6 +32,26 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HANDBOOK = SHARED_DATA / "handbook"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+_LOGGERS = ("search2o", "search2o.api", "uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The CLI and ``create_app`` configure logging process-wide; put it back after each test."""
+    saved = {
+        name: (lg.handlers[:], lg.level, lg.propagate, lg.disabled)
+        for name in _LOGGERS
+        for lg in [logging.getLogger(name)]
+    }
+    yield
+    for name, (handlers, level, propagate, disabled) in saved.items():
+        lg = logging.getLogger(name)
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+        lg.propagate = propagate
+        lg.disabled = disabled
 
 
 @pytest.fixture(scope="session")

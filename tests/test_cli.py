@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,24 +24,6 @@ GOOD_MD = "# Parking\n\nBicycles are parked in the basement garage next to the l
 BINARY = b"\x00\x01\x02\xff" * 50
 SCRIPT = Path(sys.executable).parent / "search2o"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_LOGGERS = ("search2o", "uvicorn", "uvicorn.error", "uvicorn.access")
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Each command configures logging process-wide; put it back after each test."""
-    saved = {
-        name: (lg.handlers[:], lg.level, lg.propagate, lg.disabled)
-        for name in _LOGGERS
-        for lg in [logging.getLogger(name)]
-    }
-    yield
-    for name, (handlers, level, propagate, disabled) in saved.items():
-        lg = logging.getLogger(name)
-        lg.handlers[:] = handlers
-        lg.setLevel(level)
-        lg.propagate = propagate
-        lg.disabled = disabled
 
 
 class Cli:

@@ -37,25 +37,6 @@ PARKING = (
 BROKEN_PDF = b"%PDF-1.4 this is not really a pdf"
 MD = "text/markdown"
 
-_LOGGERS = ("search2o", "search2o.api", "uvicorn", "uvicorn.error", "uvicorn.access")
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """``create_app`` configures logging process-wide; put it back after each test."""
-    saved = {
-        name: (lg.handlers[:], lg.level, lg.propagate, lg.disabled)
-        for name in _LOGGERS
-        for lg in [logging.getLogger(name)]
-    }
-    yield
-    for name, (handlers, level, propagate, disabled) in saved.items():
-        lg = logging.getLogger(name)
-        lg.handlers[:] = handlers
-        lg.setLevel(level)
-        lg.propagate = propagate
-        lg.disabled = disabled
-
 
 @contextmanager
 def serve(app: FastAPI) -> Iterator[httpx.Client]:
