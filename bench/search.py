@@ -56,6 +56,8 @@ import math
 import os
 import platform
 import shutil
+import signal
+import sys
 import tempfile
 import threading
 import time
@@ -1202,6 +1204,8 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    # SIGTERM (kill, timeout) unwinds like Ctrl-C, so the PostgreSQL server and temp files go too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     started = time.perf_counter()
     console.rule("search2o search benchmark")
