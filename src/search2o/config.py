@@ -163,14 +163,19 @@ def load_settings(**overrides: Any) -> Settings:
         ConfigError: a value is invalid; the message names the setting and the rule.
 
     """
+    import tomllib
+
     from pydantic import ValidationError
 
+    toml_path = _config_file_path()
     try:
         return Settings(**overrides)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {toml_path} is not valid TOML: {exc}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
-        raise ConfigError(
-            f"setting {where}: {first['msg']} (environment SEARCH2O_"
-            f"{where.upper().replace('.', '__')})"
-        ) from exc
+        sources = f"environment SEARCH2O_{where.upper().replace('.', '__')}"
+        if toml_path is not None:
+            sources += f" or {where!r} in {toml_path}"
+        raise ConfigError(f"setting {where}: {first['msg']} ({sources})") from exc

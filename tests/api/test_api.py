@@ -128,11 +128,12 @@ def assert_input_error(response: httpx.Response, status: int, field: str) -> dic
 
 
 def assert_validation_error(response: httpx.Response, field: str) -> None:
-    """Check FastAPI's own request validation error names ``field``."""
+    """Check a request validation error has our body shape and names ``field``."""
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
-    assert isinstance(detail, list) and detail
-    assert any(err["loc"][-1] == field for err in detail), detail
+    assert detail["error"] == "InputError" and detail["reason"], detail
+    assert detail["field"].split(".")[-1] == field, detail
+    assert any(err["loc"][-1] == field for err in detail["errors"]), detail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,7 +376,7 @@ def test_upload_without_files_is_a_validation_error(
     # an empty file name makes the part a plain form value, not a file
     empty = local_api.post("/v1/documents", files=[("files", ("", LUNCH, MD))])
     assert empty.status_code == 422
-    assert empty.json()["detail"][0]["loc"][:2] == ["body", "files"]
+    assert empty.json()["detail"]["errors"][0]["loc"][:2] == ["body", "files"]
     assert stored(runtime) == (0, 0, 0)
 
 
@@ -501,7 +502,8 @@ def test_search_without_a_json_body_is_refused(local_api: httpx.Client) -> None:
         "/v1/search", content=b"query=parking", headers={"content-type": "text/plain"}
     )
     assert response.status_code == 422
-    assert isinstance(response.json()["detail"], list)
+    detail = response.json()["detail"]
+    assert detail["error"] == "InputError" and detail["errors"], detail
 
 
 # ---------------------------------------------------------------------------------------------

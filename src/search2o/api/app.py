@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from importlib.metadata import version
 
 from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 
 from search2o.api.errors import install_error_handlers
 from search2o.api.routers import documents, health, search
@@ -73,8 +74,24 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         started = time.perf_counter()
-        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex[:16]
-        response = await call_next(request)
+        # A client's request id is kept only when it is short and printable.
+        given = request.headers.get("x-request-id", "")
+        request_id = (
+            given if given.isprintable() and 0 < len(given) <= 64 else uuid.uuid4().hex[:16]
+        )
+        try:
+            response = await call_next(request)
+        except Exception:
+            log.exception("unhandled error", extra={"fields": {"request_id": request_id}})
+            response = JSONResponse(
+                {
+                    "detail": {
+                        "error": "InternalError",
+                        "message": f"internal error; the server log has request {request_id}",
+                    }
+                },
+                status_code=500,
+            )
         response.headers["x-request-id"] = request_id
         if settings.auth_mode == "local":
             response.headers["x-search2o-auth-mode"] = "local-single-user"

@@ -8,6 +8,7 @@ from FastAPI keep status 422 and name the field.
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from search2o import errors
@@ -50,6 +51,28 @@ async def _handle(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": body}, status_code=status_for(exc), headers=headers)
 
 
+async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
+    """Give FastAPI's own request validation errors the same body as :class:`InputError`."""
+    assert isinstance(exc, RequestValidationError)
+    problems = exc.errors()
+    first = problems[0] if problems else {"loc": ("body",), "msg": "invalid request"}
+    loc = [str(p) for p in first.get("loc", ())]
+    # The first element says where the value was (body, query, path, header); the rest names it.
+    field = ".".join(loc[1:]) or (loc[0] if loc else "body")
+    body = {
+        "error": "InputError",
+        "message": f"{field}: {first.get('msg', 'invalid')}",
+        "field": field,
+        "reason": str(first.get("msg", "invalid")),
+        "errors": [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
+            for e in problems
+        ],
+    }
+    return JSONResponse({"detail": body}, status_code=422)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Register the handler for every :class:`Search2oError`."""
+    """Register the handlers for every :class:`Search2oError` and request validation."""
     app.add_exception_handler(errors.Search2oError, _handle)
+    app.add_exception_handler(RequestValidationError, _handle_validation)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 __all__ = [
     "DocumentPublic",
@@ -17,10 +17,13 @@ __all__ = [
 
 
 class SearchRequest(BaseModel):
-    """``POST /v1/search``: a query and how many hits to return."""
+    """``POST /v1/search``: a query and how many hits to return.
 
-    query: str = Field(description="free text; not empty, at most knowledge.max_query_chars")
-    k: int = Field(default=5, description="1..knowledge.max_k")
+    Types are strict: ``"5"`` or ``true`` are not a ``k``.
+    """
+
+    query: StrictStr = Field(description="free text; not empty, at most knowledge.max_query_chars")
+    k: StrictInt = Field(default=5, description="1..knowledge.max_k")
 
 
 class SearchHitPublic(BaseModel):
@@ -68,6 +71,9 @@ class IngestPublic(BaseModel):
     reason: str
     document_id: int | None
     title: str
+    access_before: list[str] | None = Field(
+        default=None, description="the access list before this upload changed it ([] = everyone)"
+    )
 
 
 class HealthPublic(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Annotated
 
 import typer
@@ -40,7 +41,9 @@ def users_add(
 
 @users_app.command("list")
 @handle_errors
-def users_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def users_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """List users with their groups, plan and admin flag."""
     with open_runtime() as runtime, runtime.database.session() as session:
         users = accounts.list_users(session)
@@ -80,12 +83,19 @@ def tokens_issue(
 
 @tokens_app.command("list")
 @handle_errors
-def tokens_list() -> None:
+def tokens_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """List tokens by prefix (the secrets are never stored)."""
     with open_runtime() as runtime, runtime.database.session() as session:
         tokens = accounts.list_tokens(session)
+    if as_json:
+        typer.echo(json.dumps([asdict(t) for t in tokens], indent=2, default=str))
+        return
     table = Table()
-    for column in ("prefix", "user", "name", "created", "last used", "state"):
+    # The prefix is what `tokens revoke` takes: never wrapped or cut.
+    table.add_column("prefix", no_wrap=True, min_width=12)
+    for column in ("user", "name", "created", "last used", "state"):
         table.add_column(column)
     for t in tokens:
         table.add_row(

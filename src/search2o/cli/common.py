@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from search2o.config import Settings, load_settings
 from search2o.errors import InputError, Search2oError
@@ -22,8 +23,10 @@ from search2o.runtime import Runtime
 
 __all__ = ["console", "err_console", "handle_errors", "open_runtime", "set_global_options"]
 
-console = Console()
-err_console = Console(stderr=True)
+# Markup off: document text, titles and user input are printed literally, never as styles
+# (a chunk saying "[/etc/hosts]" must neither vanish nor crash the table).
+console = Console(markup=False, highlight=False)
+err_console = Console(stderr=True, markup=False, highlight=False)
 
 _OVERRIDES: dict[str, Any] = {}
 
@@ -56,6 +59,10 @@ def open_runtime(*, migrate: bool = True) -> Runtime:
     return Runtime(settings(), migrate=migrate)
 
 
+def _print_error(message: str) -> None:
+    err_console.print(Text.assemble(("error:", "red"), " ", message), soft_wrap=True)
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn :class:`Search2oError` into one line on stderr and exit code 2 or 1."""
 
@@ -64,10 +71,10 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except InputError as exc:
-            err_console.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
+            _print_error(exc.message)
             raise typer.Exit(2) from None
         except Search2oError as exc:
-            err_console.print(f"[red]error:[/red] {exc.message}", highlight=False, soft_wrap=True)
+            _print_error(exc.message)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err_console.print("interrupted; every document is either fully indexed or absent")

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from search2o.cli.common import console, err_console, handle_errors, open_runtime
 from search2o.errors import InputError
@@ -55,9 +56,19 @@ def run_ingest(runtime: Runtime, paths: list[Path], access: AccessList) -> Inges
 
     def on_file(outcome: IngestOutcome) -> None:
         progress.update(task, advance=1, description=Path(outcome.source).name)
+        if outcome.access_before is not None:
+            before = ", ".join(outcome.access_before) or "everyone"
+            now = ", ".join(sorted(access.entries())) or "everyone"
+            progress.console.print(
+                Text.assemble(
+                    ("access changed", "yellow"), f" {outcome.source}: {before} -> {now}"
+                ),
+                soft_wrap=True,
+            )
         if outcome.status == "skipped":
             progress.console.print(
-                f"[yellow]skipped[/yellow] {outcome.source}: {outcome.reason}", highlight=False
+                Text.assemble(("skipped", "yellow"), f" {outcome.source}: {outcome.reason}"),
+                soft_wrap=True,
             )
 
     with progress:
@@ -124,6 +135,8 @@ def search(
     """Search the Knowledge Store (hybrid: meaning + keywords), under a user's access rights."""
     with open_runtime() as runtime:
         principal = runtime.principal_for(as_user)
+        # Load the model first so the printed embedding time is the query's, not the load's.
+        runtime.embedder.embed(["warm-up"])
         print_hits(runtime.knowledge.search(principal, query, k), as_json)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from search2o.cli.common import console, handle_errors, open_runtime, settings
 from search2o.cli.knowledge import print_hits, run_ingest
@@ -34,6 +36,9 @@ def serve(
 
     chosen = settings(host=host, port=port)
     app = create_app(chosen)
+    # Load the embedding model while the server starts, not on the first search.
+    runtime = app.state.runtime
+    threading.Thread(target=lambda: runtime.embedder.embed(["warm-up"]), daemon=True).start()
     uvicorn.run(app, host=chosen.host, port=chosen.port, log_config=None)
 
 
@@ -54,7 +59,7 @@ def demo(
         run_ingest(runtime, [path], AccessList())
         principal = runtime.local_principal()
         for question in query or DEMO_QUERIES:
-            console.rule(f"[bold]{question}")
+            console.rule(Text(question, style="bold"))
             print_hits(runtime.knowledge.search(principal, question, 3), as_json=False)
 
 

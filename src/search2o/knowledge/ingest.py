@@ -19,6 +19,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from search2o.config import KnowledgeSettings
@@ -40,7 +41,11 @@ Status = Literal["added", "updated", "unchanged", "skipped"]
 
 @dataclass(frozen=True)
 class IngestOutcome:
-    """What happened to one file: ``status``, chunk count, and the reason when skipped."""
+    """What happened to one file: ``status``, chunk count, and the reason when skipped.
+
+    ``access_before`` is set when an existing document's access list was changed: its entries
+    before (``[]`` = everyone), so callers can warn when reading rights widened.
+    """
 
     source: str
     status: Status
@@ -48,6 +53,7 @@ class IngestOutcome:
     reason: str = ""
     document_id: int | None = None
     title: str = ""
+    access_before: list[str] | None = None
 
 
 @dataclass
@@ -177,12 +183,15 @@ class Ingestor:
 
         """
         if len(data) > self.settings.max_file_bytes:
-            return IngestOutcome(source, "skipped", reason=self._too_large(len(data)))
+            reason = f"file is over the size limit; the limit is {self.settings.max_file_bytes}"
+            return IngestOutcome(source, "skipped", reason=reason)
         digest = hashlib.sha256(data).hexdigest()
         with self.database.session() as session:
             existing = session.scalar(select(Document).where(Document.source == source))
+            before = sorted(a.principal for a in existing.access) if existing else None
+            changed = before if before is not None and set(before) != access.entries() else None
             if existing is not None and existing.content_hash == digest:
-                if {a.principal for a in existing.access} == access.entries():
+                if changed is None:
                     return IngestOutcome(
                         source,
                         "unchanged",
@@ -197,6 +206,7 @@ class Ingestor:
                     existing.chunk_count,
                     document_id=existing.id,
                     title=existing.title,
+                    access_before=changed,
                 )
         try:
             loaded = load_document(filename, data)
@@ -211,21 +221,34 @@ class Ingestor:
         vectors = self.embedder.embed(
             [embedding_text(loaded.title, p.heading_path, p.text) for p in pieces]
         )
-        with self.database.session() as session:
-            document, status = self.write_document(
-                session,
-                source=source,
-                title=loaded.title,
-                media_type=loaded.media_type,
-                content_hash=digest,
-                size_bytes=len(data),
-                pieces=pieces,
-                vectors=vectors,
-                access=access,
-            )
-            return IngestOutcome(
-                source, status, len(pieces), document_id=document.id, title=document.title
-            )
+        for attempt in (1, 2):
+            try:
+                with self.database.session() as session:
+                    document, status = self.write_document(
+                        session,
+                        source=source,
+                        title=loaded.title,
+                        media_type=loaded.media_type,
+                        content_hash=digest,
+                        size_bytes=len(data),
+                        pieces=pieces,
+                        vectors=vectors,
+                        access=access,
+                    )
+                break
+            except IntegrityError:
+                # Another writer added the same source (or the first vector space) between our
+                # read and our insert; the second attempt sees its row and replaces it.
+                if attempt == 2:
+                    raise
+        return IngestOutcome(
+            source,
+            status,
+            len(pieces),
+            document_id=document.id,
+            title=document.title,
+            access_before=changed,
+        )
 
     def write_document(
         self,

@@ -64,7 +64,14 @@ class Database:
         kwargs: dict[str, Any] = {}
         if self.backend == "sqlite":
             if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                folder = Path(parsed.database).parent
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise ConfigError(
+                        f"cannot create the data directory {folder}: {exc.strerror or exc}; "
+                        "set SEARCH2O_DATA_DIR to a writable folder"
+                    ) from exc
             # A short-lived pool of plain connections: SQLite has no server to keep open.
             kwargs["poolclass"] = NullPool
         else:
@@ -92,7 +99,7 @@ class Database:
             with session.begin():
                 yield session
         except OperationalError as exc:
-            raise StorageError(f"database error: {exc.orig}") from exc
+            raise StorageError(f"database error: {_one_line(exc)}") from exc
         finally:
             session.close()
 
@@ -123,7 +130,7 @@ class Database:
                 config.attributes["connection"] = connection
                 getattr(command, direction)(config, revision)
         except SQLAlchemyError as exc:
-            raise StorageError(f"cannot migrate {self.describe()}: {exc}") from exc
+            raise StorageError(f"cannot migrate {self.describe()}: {_one_line(exc)}") from exc
 
     def current_revision(self) -> str | None:
         """Return the applied Alembic revision, or ``None`` for a blank database."""
@@ -148,6 +155,12 @@ class Database:
         location = resources.files("search2o.storage") / "migrations"
         config.set_main_option("script_location", str(location))
         return config
+
+
+def _one_line(exc: SQLAlchemyError) -> str:
+    """Return the driver's own message, first line only (no SQL, no parameters)."""
+    original = getattr(exc, "orig", None) or exc
+    return (str(original).strip().splitlines() or [type(original).__name__])[0]
 
 
 def read_counter(session: Session, name: str) -> int:

@@ -24,12 +24,17 @@ def upload_documents(
         list[str] | None, Form(description="readers' groups; none = everyone")
     ] = None,
     users: Annotated[list[str] | None, Form(description="readers' emails; none = everyone")] = None,
+    paths: Annotated[
+        list[str] | None,
+        Form(description="one identity per file, e.g. its path in your tree (default: its name)"),
+    ] = None,
 ) -> list[IngestPublic]:
     """Ingest uploaded files (admins only).
 
-    Each file is identified by ``upload:<filename>``; uploading it again replaces it, or does
-    nothing when unchanged. Bad files are reported as ``skipped`` with a reason and do not stop
-    the others.
+    Each file is identified by ``upload:<path>`` (``paths`` form field, one per file, else the
+    file name); uploading it again replaces it, or does nothing when unchanged. Two files of
+    one request may not share an identity. Bad files are reported as ``skipped`` with a
+    reason and do not stop the others; nothing is stored when a field is invalid.
     """
     if not user.is_admin:
         raise PermissionDeniedError("only admins upload documents")
@@ -38,11 +43,25 @@ def upload_documents(
     for position, name in enumerate(names):
         if not name:
             raise InputError(f"files[{position}]", "has no file name")
+    if paths is not None and len(paths) != len(files):
+        raise InputError("paths", f"gives {len(paths)} paths for {len(files)} files")
+    identities = [p.strip() for p in paths] if paths is not None else names
+    seen: dict[str, int] = {}
+    for position, identity in enumerate(identities):
+        if not identity:
+            raise InputError(f"paths[{position}]", "must not be empty")
+        if identity in seen:
+            where = "paths" if paths is not None else "files"
+            raise InputError(
+                f"{where}[{position}]",
+                f"{identity!r} is also {where}[{seen[identity]}]; give each file its own path",
+            )
+        seen[identity] = position
     limit = runtime.settings.knowledge.max_file_bytes
     outcomes = []
-    for name, upload in zip(names, files, strict=True):
+    for name, identity, upload in zip(names, identities, files, strict=True):
         data = upload.file.read(limit + 1)
-        outcome = runtime.knowledge.ingest_bytes(f"upload:{name}", name, data, access)
+        outcome = runtime.knowledge.ingest_bytes(f"upload:{identity}", name, data, access)
         outcomes.append(IngestPublic(**asdict(outcome)))
     return outcomes
 
