@@ -76,3 +76,28 @@ def test_openai_embedder_needs_an_endpoint(tmp_path: Path) -> None:
     settings = load_settings(data_dir=tmp_path)
     with pytest.raises(ConfigError, match="SEARCH2O_EMBEDDING__BASE_URL"):
         build_embedder(settings.embedding.model_copy(update={"provider": "openai"}))
+
+
+def test_malformed_toml_names_the_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "search2o.toml").write_text('auth_mode = "token\n')
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"search2o\.toml is not valid TOML"):
+        load_settings()
+
+
+def test_a_typo_in_the_toml_file_names_the_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "search2o.toml").write_text('auth_mod = "token"\n')
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"auth_mod.*search2o\.toml"):
+        load_settings()
+
+
+def test_a_data_dir_that_cannot_be_created_is_a_config_error(tmp_path: Path) -> None:
+    from search2o.storage.db import Database
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ConfigError, match="SEARCH2O_DATA_DIR"):
+        Database(f"sqlite:///{blocker / 'search2o.db'}")
