@@ -92,3 +92,13 @@ def test_long_or_unprintable_request_ids_are_replaced(api: httpx.Client) -> None
     assert len(long_id.headers["x-request-id"]) == 16
     kept = api.get("/v1/health", headers={"x-request-id": "abc-123"})
     assert kept.headers["x-request-id"] == "abc-123"
+
+
+def test_api_pages_work_offline(api: httpx.Client) -> None:
+    page = api.get("/docs")
+    assert page.status_code == 200
+    assert "cdn.jsdelivr" not in page.text and "/swagger-ui-bundle.js" in page.text
+    script = page.text.split('src="')[1].split('"')[0]
+    asset = api.get(script)
+    assert asset.status_code == 200 and len(asset.content) > 100_000
+    assert api.get("/redoc").status_code == 200

@@ -15,6 +15,7 @@ from importlib.metadata import version
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 
 from search2o.api.errors import install_error_handlers
 from search2o.api.routers import documents, health, search
@@ -58,7 +59,9 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         if owned:
             rt.close()
 
-    app = FastAPI(
+    # FastAPIOffline serves Swagger UI and ReDoc from the installed package, not a CDN, so the
+    # API pages work on air-gapped installs.
+    app = FastAPIOffline(
         title="search2o",
         version=version("search2o"),
         description="Conversations with your company's knowledge and agents.",
