@@ -77,7 +77,10 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             _print_error(exc.message)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
-            err_console.print("interrupted; every document is either fully indexed or absent")
+            err_console.print(
+                "interrupted; nothing half-written was kept (each document, or reindex batch, "
+                "is stored whole or not at all): run the command again to continue"
+            )
             sys.exit(130)
 
     return wrapper

@@ -79,4 +79,5 @@ def db_upgrade() -> None:
 def db_current() -> None:
     """Print the applied migration revision."""
     with open_runtime(migrate=False) as runtime:
-        console.print(runtime.database.current_revision() or "blank")
+        revision = runtime.database.current_revision()
+        console.print(revision or "blank (no migration applied; run `search2o db upgrade`)")
