@@ -117,17 +117,15 @@ class NumpyVectorIndex:
             else:
                 keep = np.isin(cached.chunk_ids, current, assume_unique=True)
                 old = cached
-            new_ids = np.setdiff1d(current, old.chunk_ids[keep], assume_unique=True)
-            rows = (
-                session.execute(
-                    select(ChunkEmbedding.chunk_id, Chunk.document_id, ChunkEmbedding.embedding)
-                    .join(Chunk, Chunk.id == ChunkEmbedding.chunk_id)
-                    .where(ChunkEmbedding.model_id == model_id)
-                    .where(ChunkEmbedding.chunk_id.in_(new_ids.tolist()))
-                ).all()
-                if len(new_ids)
-                else []
-            )
+            # SQLite gives a new row an id above every existing one, and every kept row still
+            # exists, so the new rows are exactly those above the largest kept id.
+            floor = int(old.chunk_ids[keep].max()) if keep.any() else 0
+            rows = session.execute(
+                select(ChunkEmbedding.chunk_id, Chunk.document_id, ChunkEmbedding.embedding)
+                .join(Chunk, Chunk.id == ChunkEmbedding.chunk_id)
+                .where(ChunkEmbedding.model_id == model_id, ChunkEmbedding.chunk_id > floor)
+                .order_by(ChunkEmbedding.chunk_id)
+            ).all()
             added_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             added_docs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
             parts = [old.matrix[keep]] if keep.any() else []
