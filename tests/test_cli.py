@@ -315,9 +315,9 @@ def test_documents_list_and_delete(cli: Cli, docs: Path) -> None:
 def test_db_upgrade_and_current(cli: Cli) -> None:
     assert out(cli.ok("db", "current")).strip().startswith("blank (no migration applied")
     upgraded = out(cli.ok("db", "upgrade")).strip()
-    assert upgraded.startswith("database ") and upgraded.endswith(": blank -> 0002")
-    assert out(cli.ok("db", "current")).strip() == "0002"
-    assert out(cli.ok("db", "upgrade")).strip().endswith(": 0002 -> 0002")
+    assert upgraded.startswith("database ") and upgraded.endswith(": blank -> 0003")
+    assert out(cli.ok("db", "current")).strip() == "0003"
+    assert out(cli.ok("db", "upgrade")).strip().endswith(": 0003 -> 0003")
 
 
 @pytest.mark.slow

@@ -25,7 +25,14 @@ from pydantic_settings import (
 
 from search2o.errors import ConfigError
 
-__all__ = ["EmbeddingSettings", "KnowledgeSettings", "Settings", "load_settings"]
+__all__ = [
+    "ChatSettings",
+    "EmbeddingSettings",
+    "KnowledgeSettings",
+    "Settings",
+    "WebSearchSettings",
+    "load_settings",
+]
 
 
 class EmbeddingSettings(BaseModel):
@@ -82,6 +89,53 @@ class KnowledgeSettings(BaseModel):
         return self
 
 
+DEFAULT_SYSTEM_PROMPT = (
+    "You are search2o, an assistant that answers questions from the company's knowledge base. "
+    "For any question that the knowledge base might answer, call search_knowledge with a "
+    "self-contained query written from the whole conversation (resolve 'it', 'them', 'and "
+    "what about ...'). Answer only from what the tools returned and cite each claim with the "
+    "source number in brackets, like [1]. If the sources do not contain the answer, say plainly "
+    "that you could not find it; never invent facts. Greetings, thanks and small talk need no "
+    "search."
+)
+
+
+class WebSearchSettings(BaseModel):
+    """The ``web_search`` tool: off unless an admin names a provider.
+
+    ``searxng`` queries a self-hosted SearXNG instance's JSON API (``/search?format=json``);
+    other providers register under the ``search2o.web_search`` entry point group.
+    """
+
+    provider: str | None = Field(default=None, description="entry point in search2o.web_search")
+    base_url: str | None = Field(default=None, description="e.g. http://searxng.internal:8080")
+    k: int = Field(default=5, ge=1, le=20, description="results per web search")
+    timeout_s: float = Field(default=10.0, gt=0)
+
+
+class ChatSettings(BaseModel):
+    """The Query Engine's chat turns.
+
+    ``not_found_score`` is the built-in model's relevance threshold: when no sentence of the
+    retrieved chunks scores this much (cosine similarity to the query plus the keyword share,
+    :mod:`search2o.providers.sentences`), it answers "not found". The value is calibrated on the
+    handbook and MTRAG-UN evaluation sets (``bench/qa_eval.py``, ``docs/query-engine.md``).
+    """
+
+    model: str = Field(default="builtin", description="entry point in search2o.chat_models")
+    system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
+    max_message_chars: int = Field(default=8000, ge=1, le=200_000)
+    history_messages: int = Field(
+        default=20, ge=0, le=1000, description="earlier messages given to the model"
+    )
+    search_k: int = Field(default=5, ge=1, le=50, description="chunks per search_knowledge call")
+    max_tool_calls: int = Field(default=4, ge=1, le=16, description="tool calls run per turn")
+    not_found_score: float = Field(default=0.5, ge=-1, le=2)
+    answer_sentences: int = Field(default=3, ge=1, le=10, description="built-in model's limit")
+    heartbeat_s: float = Field(default=10.0, gt=0, description="SSE comment on long waits")
+    web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
+
+
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("search2o", appauthor=False))
 
@@ -113,6 +167,7 @@ class Settings(BaseSettings):
     log_format: Literal["json", "text"] = "json"
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    chat: ChatSettings = Field(default_factory=ChatSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -13,14 +13,18 @@ from types import TracebackType
 from search2o.accounts import Principal, ensure_user, get_user
 from search2o.config import Settings
 from search2o.knowledge.store import KnowledgeStore
+from search2o.providers.chat import ChatModel, build_chat_model
 from search2o.providers.embeddings import Embedder, build_embedder
+from search2o.query.conversations import Conversations
+from search2o.query.turn import TurnEngine
+from search2o.query.websearch import build_web_search
 from search2o.storage.db import Database
 
 __all__ = ["Runtime"]
 
 
 class Runtime:
-    """The database, embedder and Knowledge Store of one process.
+    """The database, embedder, Knowledge Store and Query Engine of one process.
 
     Args:
         settings: the validated settings.
@@ -44,6 +48,32 @@ class Runtime:
     def knowledge(self) -> KnowledgeStore:
         """The Knowledge Store (built on first use)."""
         return KnowledgeStore(self.database, self.embedder, self.settings.knowledge)
+
+    @cached_property
+    def chat_model(self) -> ChatModel:
+        """The configured chat model (built on first use)."""
+        return build_chat_model(self.settings.chat, self.embedder)
+
+    @cached_property
+    def turns(self) -> TurnEngine:
+        """The Query Engine's turn runner (built on first use).
+
+        Raises:
+            ConfigError: the chat model or web search provider is unknown or misconfigured.
+
+        """
+        return TurnEngine(
+            self.database,
+            self.knowledge,
+            self.chat_model,
+            self.settings.chat,
+            build_web_search(self.settings.chat.web_search),
+        )
+
+    @cached_property
+    def conversations(self) -> Conversations:
+        """Conversation and message operations."""
+        return Conversations(self.database)
 
     def local_principal(self) -> Principal:
         """Return the single local user of ``auth_mode=local``, an admin, creating it once."""

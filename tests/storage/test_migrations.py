@@ -8,7 +8,7 @@ from sqlalchemy import inspect, text
 from search2o.errors import ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0002"
+HEAD = "0003"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -28,6 +28,9 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
             "chunk_embeddings",
             "vector_spaces",
             "counters",
+            "conversations",
+            "messages",
+            "retrieval_traces",
         } <= tables
         chunk_columns = {c["name"] for c in inspector.get_columns("chunks")}
         assert {

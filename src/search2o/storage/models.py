@@ -8,6 +8,7 @@ migrations and :mod:`search2o.storage.vectors`, not here.
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,12 +34,16 @@ __all__ = [
     "Base",
     "Chunk",
     "ChunkEmbedding",
+    "Conversation",
     "Counter",
     "Document",
     "DocumentAccess",
     "EmbeddingVector",
+    "Message",
+    "RetrievalTrace",
     "User",
     "VectorSpace",
+    "new_id",
     "utcnow",
 ]
 
@@ -88,7 +93,7 @@ class EmbeddingVector(TypeDecorator[np.ndarray]):
 class Base(DeclarativeBase):
     """Declarative base of every table."""
 
-    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON}
+    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON, list[dict[str, Any]]: JSON}
 
 
 class User(Base):
@@ -206,3 +211,67 @@ class Counter(Base):
 
     name: Mapped[str] = mapped_column(String(50), primary_key=True)
     value: Mapped[int] = mapped_column(Integer, default=0)
+
+
+def new_id() -> str:
+    """Return a random 128-bit id as 32 hex digits (conversation and message ids)."""
+    return uuid.uuid4().hex
+
+
+class Conversation(Base):
+    """A durable thread owned by one user, created by its first message."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (Index("ix_conversations_user_last_used", "user_id", "last_used_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    title: Mapped[str] = mapped_column(Text, default="")
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    message_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    messages: Mapped[list[Message]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="Message.seq"
+    )
+
+
+class Message(Base):
+    """One user turn or assistant answer.
+
+    ``status`` is ``complete``, ``interrupted`` (the client left; the partial answer is kept)
+    or ``failed`` (a model or tool error; the text is what was produced before it).
+    ``citations`` is a list of :meth:`search2o.query.citations.Citation.to_dict` values.
+    """
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_conversation_seq", "conversation_id", "seq", unique=True),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str] = mapped_column(Text, default="")
+    citations: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    agent: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16), default="complete")
+    searched: Mapped[bool] = mapped_column(Boolean, default=False)
+    rating: Mapped[str | None] = mapped_column(String(8))
+    rated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    trace: Mapped[RetrievalTrace | None] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class RetrievalTrace(Base):
+    """What one answer did: tool calls, queries, hits, what was packed, timings (JSON)."""
+
+    __tablename__ = "retrieval_traces"
+
+    message_id: Mapped[str] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    trace: Mapped[dict[str, Any]] = mapped_column(JSON)

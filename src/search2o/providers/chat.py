@@ -1,0 +1,133 @@
+"""Chat models: the :class:`ChatModel` protocol, the messages it reads and the events it streams.
+
+The shapes follow the OpenAI Chat Completions format with tools (``messages`` with roles
+``system``/``user``/``assistant``/``tool``, ``tool_calls`` with JSON arguments, one ``tool``
+message per call answering its ``tool_call_id``), so an OpenAI-compatible endpoint maps onto
+them one to one. Models are found by name in the ``search2o.chat_models`` entry point group;
+``builtin`` is the offline extractive model of :mod:`search2o.providers.builtin_chat`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from search2o.config import ChatSettings
+from search2o.errors import ConfigError
+from search2o.providers.embeddings import Embedder
+
+__all__ = [
+    "ChatEvent",
+    "ChatMessage",
+    "ChatModel",
+    "Passage",
+    "TextDelta",
+    "ToolCall",
+    "ToolSpec",
+    "build_chat_model",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: ``parameters`` is a JSON Schema object (OpenAI ``function``)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The model's request to run ``name`` with ``arguments`` (parsed JSON object)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the answer's text, in stream order."""
+
+    text: str
+
+
+ChatEvent = TextDelta | ToolCall
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One numbered source a tool returned, as the model sees it.
+
+    ``number`` is the citation number the answer uses (``[number]``); ``similarity`` is the
+    cosine similarity of the query and the chunk (``None`` when only keywords matched or the
+    source is a web page).
+    """
+
+    number: int
+    title: str
+    location: str
+    text: str
+    similarity: float | None = None
+
+
+@dataclass
+class ChatMessage:
+    """One message of a model call.
+
+    ``tool_calls`` is set on an assistant message that called tools; a ``tool`` message answers
+    one call (``tool_call_id``) with ``content`` (what a remote model reads) and ``passages``
+    (the same sources, structured, for models that read them directly).
+    """
+
+    role: Role
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    passages: list[Passage] = field(default_factory=list)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model that streams an answer or asks for tool calls.
+
+    ``stream(messages, tools)`` yields :class:`TextDelta` pieces of a direct answer, or
+    :class:`ToolCall` requests (several allowed) and then stops; the caller runs the tools,
+    appends the assistant's call message and one ``tool`` message per call, and calls
+    ``stream`` again with ``tools=[]`` for the grounded answer. Errors are
+    :class:`~search2o.errors.ProviderError`.
+    """
+
+    model_id: str
+
+    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterator[ChatEvent]:
+        """Yield the model's events for this call."""
+        ...
+
+    def write_title(self, first_message: str) -> str:
+        """Return a short title (at most 80 characters) for a conversation opened by this text."""
+        ...
+
+
+def build_chat_model(settings: ChatSettings, embedder: Embedder) -> ChatModel:
+    """Build the chat model named by ``settings.model`` from the ``search2o.chat_models`` group.
+
+    Each entry point is a factory ``(settings, embedder) -> ChatModel``.
+
+    Raises:
+        ConfigError: no chat model of that name is installed.
+
+    """
+    found = {ep.name: ep for ep in entry_points(group="search2o.chat_models")}
+    if settings.model not in found:
+        names = ", ".join(sorted(found)) or "none"
+        raise ConfigError(
+            f"setting chat.model: unknown chat model {settings.model!r} (installed: {names})"
+        )
+    model: ChatModel = found[settings.model].load()(settings, embedder)
+    return model

@@ -1,0 +1,148 @@
+"""Sentences of retrieved passages, and which of them answer a question best.
+
+Used by the built-in extractive chat model. A sentence's score is the cosine similarity of its
+embedding to the query's, plus a keyword bonus: the IDF-weighted share of the question's own
+content words (Porter-stemmed, Snowball stop words removed) that the sentence contains, with
+IDF computed over the candidate sentences as in BM25 (Robertson & Zaragoza, "The Probabilistic
+Relevance Framework: BM25 and Beyond", 2009: ``ln((N - df + 0.5) / (df + 0.5) + 1)``). The bonus
+lets "how many can roll over?" prefer the sentence that says "rolls over" to one that only
+shares the carried-over subject ("vacation days"), and "less than a year" prefer the sentence
+with the rare word "less" to ones that only say "year" — as extractive QA baselines mix lexical
+overlap with semantic similarity (Yang et al., "WikiQA", EMNLP 2015, word-count features).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+import snowballstemmer
+
+from search2o.providers.embeddings import Embedder
+from search2o.storage.lexical import STOP_WORDS
+
+__all__ = ["ScoredSentence", "SentenceScorer", "content_stems", "split_sentences"]
+
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKUP = re.compile(r"[*_`#>|]+")
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|\n+")
+_BULLET = re.compile(r"^\s*(?:[-+•]|\d+[.)])\s+")
+_WORD = re.compile("[a-z0-9$%]+(?:['\u2019][a-z]+)?")
+_MIN_WORDS = 4
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> snowballstemmer.Stemmer:
+    return snowballstemmer.stemmer("porter")
+
+
+def content_stems(text: str) -> set[str]:
+    """Return the Porter stems of ``text``'s words that are not Snowball English stop words.
+
+    A contraction counts as its first part ("i've" is "i", a stop word; "company's" is "company").
+    """
+    words = [re.split("['\u2019]", w)[0] for w in _WORD.findall(text.lower())]
+    return set(_stemmer().stemWords([w for w in words if w and w not in STOP_WORDS]))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split passage text into readable sentences, Markdown links and emphasis removed.
+
+    Lines are split at sentence ends (``.``, ``!``, ``?`` before a capital or digit) and at
+    line breaks; bullets lose their marker; pieces under four words (headings, fragments) are
+    dropped. Returns sentences in text order.
+    """
+    cleaned = _LINK.sub(r"\1", text)
+    sentences: list[str] = []
+    for piece in _SPLIT.split(cleaned):
+        line = _MARKUP.sub("", _BULLET.sub("", piece)).strip()
+        line = re.sub(r"\s+", " ", line)
+        if len(line.split()) >= _MIN_WORDS:
+            sentences.append(line)
+    return sentences
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    """A sentence of passage ``number`` at ``position`` with its combined ``score``."""
+
+    number: int
+    position: int
+    text: str
+    score: float
+
+
+class SentenceScorer:
+    """Scores sentences against a query with an embedder and a keyword bonus.
+
+    Args:
+        embedder: any :class:`Embedder` (unit-length rows, so a dot product is the cosine).
+        keyword_weight: weight of the keyword share (0..1) added to the cosine (-1..1).
+        cache_size: sentence vectors kept between calls (document text, not user data).
+
+    """
+
+    def __init__(
+        self, embedder: Embedder, *, keyword_weight: float = 0.35, cache_size: int = 8192
+    ) -> None:
+        self._embedder = embedder
+        self._weight = keyword_weight
+        self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._cache_size = cache_size
+
+    def _vectors(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            for text, row in zip(missing, self._embedder.embed(missing), strict=True):
+                self._cache[text] = row
+        rows = []
+        for text in texts:
+            self._cache.move_to_end(text)
+            rows.append(self._cache[text])
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return np.vstack(rows) if rows else np.zeros((0, self._embedder.dimension), np.float32)
+
+    def score(
+        self, query: str, question: str, passages: list[tuple[int, str]]
+    ) -> list[ScoredSentence]:
+        """Score every sentence of ``passages`` (``(number, text)`` pairs), best first.
+
+        Args:
+            query: the self-contained search query (embedded for the cosine).
+            question: the user's own words (their content words give the keyword bonus).
+            passages: numbered passage texts.
+
+        Raises:
+            ProviderError: the embedder failed.
+
+        """
+        sentences = [
+            (number, position, text)
+            for number, body in passages
+            for position, text in enumerate(split_sentences(body))
+        ]
+        if not sentences:
+            return []
+        query_vector = self._embedder.embed([query])[0]
+        cosines = self._vectors([text for _, _, text in sentences]) @ query_vector
+        asked = content_stems(question) or content_stems(query)
+        stems = [content_stems(text) for _, _, text in sentences]
+        count = len(sentences)
+        idf = {
+            term: math.log((count - df + 0.5) / (df + 0.5) + 1)
+            for term in asked
+            for df in [sum(term in s for s in stems)]
+        }
+        total = sum(idf.values())
+        scored = []
+        for (number, position, text), cosine, have in zip(sentences, cosines, stems, strict=True):
+            share = sum(idf[t] for t in asked & have) / total if total else 0.0
+            score = float(cosine) + self._weight * share
+            scored.append(ScoredSentence(number, position, text, score))
+        return sorted(scored, key=lambda s: -s.score)

@@ -1,0 +1,1 @@
+"""The Query Engine: conversations, chat turns, tools, citations, traces and ratings."""

@@ -1,0 +1,147 @@
+"""Citation numbers: one per source document per turn, and a stream filter that checks them.
+
+Every tool result is registered before the model answers: each document (or web page) gets the
+next number the first time it appears, so the same document is never numbered twice, and
+several chunks of it share the number. While the answer streams, :class:`CitationFilter` finds
+``[n]`` markers (also ``[1, 2]`` and ``[1][2]``): a number that was registered is kept and
+reported once; a number that points outside what was retrieved is removed from the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Citation", "CitationFilter", "CitationRegistry"]
+
+
+@dataclass
+class Citation:
+    """A numbered source of one answer.
+
+    ``key`` identifies the source (``doc:<document id>`` or ``url:<address>``);
+    ``chunk_ids`` are the chunks of that document the tools returned (empty for web pages).
+    """
+
+    number: int
+    key: str
+    title: str
+    source: str
+    heading_path: list[str] = field(default_factory=list)
+    document_id: int | None = None
+    chunk_ids: list[int] = field(default_factory=list)
+    url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form stored with the message and sent in ``citation`` events."""
+        return {
+            "number": self.number,
+            "title": self.title,
+            "source": self.source,
+            "heading_path": self.heading_path,
+            "document_id": self.document_id,
+            "chunk_ids": self.chunk_ids,
+            "url": self.url,
+        }
+
+
+class CitationRegistry:
+    """Assigns citation numbers 1, 2, ... to sources in the order tools returned them."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, Citation] = {}
+
+    def register(
+        self,
+        key: str,
+        *,
+        title: str,
+        source: str,
+        heading_path: list[str] | None = None,
+        document_id: int | None = None,
+        chunk_id: int | None = None,
+        url: str | None = None,
+    ) -> int:
+        """Return the number of source ``key``, assigning the next one on first sight.
+
+        A later chunk of an already numbered document adds its ``chunk_id`` to that citation.
+        """
+        citation = self._by_key.get(key)
+        if citation is None:
+            citation = Citation(
+                number=len(self._by_key) + 1,
+                key=key,
+                title=title,
+                source=source,
+                heading_path=list(heading_path or []),
+                document_id=document_id,
+                url=url,
+            )
+            self._by_key[key] = citation
+        if chunk_id is not None and chunk_id not in citation.chunk_ids:
+            citation.chunk_ids.append(chunk_id)
+        return citation.number
+
+    def get(self, number: int) -> Citation | None:
+        """Return the citation with ``number``, or ``None`` when no source has it."""
+        for citation in self._by_key.values():
+            if citation.number == number:
+                return citation
+        return None
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+
+_MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+_OPEN_TAIL = re.compile(r"\[[\d,\s]{0,20}$")
+
+
+class CitationFilter:
+    """Checks ``[n]`` markers in a streamed answer against a :class:`CitationRegistry`.
+
+    ``feed(text)`` returns ``(safe_text, new_citations)``: text that can be sent now (a possibly
+    unfinished marker at the end is held back until the next piece) and the citations used for
+    the first time. ``finish()`` flushes what was held back. ``used`` lists every cited source
+    in order of first use.
+    """
+
+    def __init__(self, registry: CitationRegistry) -> None:
+        self._registry = registry
+        self._pending = ""
+        self.used: list[Citation] = []
+
+    def feed(self, text: str) -> tuple[str, list[Citation]]:
+        """Accept the next piece of the answer; see the class docstring."""
+        buffer = self._pending + text
+        tail = _OPEN_TAIL.search(buffer)
+        if tail is not None:
+            self._pending = buffer[tail.start() :]
+            buffer = buffer[: tail.start()]
+        else:
+            self._pending = ""
+        return self._rewrite(buffer)
+
+    def finish(self) -> tuple[str, list[Citation]]:
+        """Flush the held-back tail (an unfinished marker is sent as plain text)."""
+        buffer, self._pending = self._pending, ""
+        return self._rewrite(buffer)
+
+    def _rewrite(self, buffer: str) -> tuple[str, list[Citation]]:
+        fresh: list[Citation] = []
+
+        def replace(match: re.Match[str]) -> str:
+            kept = []
+            for part in match.group(1).split(","):
+                citation = self._registry.get(int(part))
+                if citation is None:
+                    continue
+                kept.append(citation.number)
+                if citation not in self.used:
+                    self.used.append(citation)
+                    fresh.append(citation)
+            return "".join(f"[{n}]" for n in dict.fromkeys(kept))
+
+        text = _MARKER.sub(replace, buffer)
+        return text, fresh

@@ -1,0 +1,381 @@
+"""A chat turn: the model answers directly or calls tools once, then answers grounded in them.
+
+:meth:`TurnEngine.prepare` validates the request and checks the conversation's owner before
+anything is written (so a bad request or another user's conversation changes nothing).
+:meth:`TurnEngine.run` then streams :class:`TurnEvent` values:
+
+``conversation`` (first: the id, created or continued) → ``tool_call`` per call → ``citation`` on
+each source's first use in the answer → ``delta`` pieces → ``done`` (or ``error``).
+
+The conversation and the user's message are stored before the model is called; the answer is
+stored when it ends. If the consumer stops early (client gone, Ctrl-C), the partial answer is
+stored with status ``interrupted``; a model or tool failure stores what was written with status
+``failed`` and ends with an ``error`` event.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from search2o.accounts import Principal
+from search2o.config import ChatSettings
+from search2o.errors import InputError, Search2oError
+from search2o.knowledge.store import KnowledgeStore
+from search2o.providers.chat import ChatMessage, ChatModel, TextDelta, ToolCall
+from search2o.query.citations import CitationFilter, CitationRegistry
+from search2o.query.conversations import append_message, owned_conversation
+from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
+from search2o.query.websearch import WebSearchProvider
+from search2o.storage.db import Database
+from search2o.storage.models import Conversation, Message, RetrievalTrace
+
+__all__ = ["PreparedTurn", "TurnEngine", "TurnEvent"]
+
+log = logging.getLogger("search2o.query")
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """One event of a turn: ``kind`` is the SSE event name, ``data`` its JSON payload."""
+
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """A validated turn request: the caller, the message, and the conversation (``None`` = new)."""
+
+    principal: Principal
+    message: str
+    conversation_id: str | None
+    agent: str | None = None
+
+
+@dataclass
+class _Clock:
+    started: float = field(default_factory=time.perf_counter)
+    model_s: float = 0.0
+    tools_s: float = 0.0
+    first_token_s: float | None = None
+
+    def ms(self, seconds: float) -> float:
+        return round(seconds * 1000, 2)
+
+    def timings(self) -> dict[str, float | None]:
+        total = time.perf_counter() - self.started
+        return {
+            "total_ms": self.ms(total),
+            "model_ms": self.ms(self.model_s),
+            "tools_ms": self.ms(self.tools_s),
+            "engine_ms": self.ms(total - self.model_s - self.tools_s),
+            "first_token_ms": None if self.first_token_s is None else self.ms(self.first_token_s),
+        }
+
+
+class TurnEngine:
+    """Runs chat turns for every user of one process (holds no per-user state).
+
+    Args:
+        database: the open database.
+        knowledge: the Knowledge Store ``search_knowledge`` searches.
+        model: the chat model.
+        settings: the ``chat`` settings.
+        web_search: the admin-configured web search provider, or ``None`` (no ``web_search``).
+
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        knowledge: KnowledgeStore,
+        model: ChatModel,
+        settings: ChatSettings,
+        web_search: WebSearchProvider | None = None,
+    ) -> None:
+        self._db = database
+        self._knowledge = knowledge
+        self.model = model
+        self._settings = settings
+        self._knowledge_tool = KnowledgeTool(knowledge, settings.search_k)
+        self._web_tool = (
+            WebSearchTool(web_search, settings.web_search.k, knowledge.settings.max_query_chars)
+            if web_search is not None
+            else None
+        )
+
+    def prepare(
+        self, principal: Principal, message: str, conversation_id: str | None = None
+    ) -> PreparedTurn:
+        """Validate a turn request without writing anything.
+
+        Raises:
+            InputError: the message is empty or longer than ``chat.max_message_chars``
+                (field ``message``).
+            NotFoundError: ``conversation_id`` is missing or another user's.
+
+        """
+        text = message.strip()
+        if not text:
+            raise InputError("message", "must not be empty")
+        limit = self._settings.max_message_chars
+        if len(text) > limit:
+            raise InputError("message", f"is {len(text)} characters long; the limit is {limit}")
+        if conversation_id is not None:
+            with self._db.session() as session:
+                owned_conversation(session, principal, conversation_id)
+        return PreparedTurn(principal, text, conversation_id)
+
+    def ask(
+        self, principal: Principal, message: str, conversation_id: str | None = None
+    ) -> list[TurnEvent]:
+        """Run one whole turn and return its events (for callers that do not stream).
+
+        Raises:
+            InputError, NotFoundError: as :meth:`prepare`.
+
+        """
+        return list(self.run(self.prepare(principal, message, conversation_id)))
+
+    def run(self, turn: PreparedTurn) -> Iterator[TurnEvent]:
+        """Run a prepared turn, yielding its events (see the module docstring).
+
+        Raises:
+            NotFoundError: the conversation was deleted between prepare and run.
+            StorageError: the database failed.
+
+        """
+        clock = _Clock()
+        conversation, user_message, history, created = self._open(turn)
+        yield TurnEvent(
+            "conversation",
+            {
+                "conversation_id": conversation.id,
+                "title": conversation.title,
+                "created": created,
+                "user_message_id": user_message.id,
+            },
+        )
+        state = _AnswerState(CitationRegistry())
+        state.filter = CitationFilter(state.registry)
+        trace: dict[str, Any] = {"model": self.model.model_id, "tool_calls": []}
+        status = "interrupted"
+        try:
+            yield from self._turn(turn, history, state, trace, clock)
+            status = "complete"
+        except Search2oError as exc:
+            status = "failed"
+            state.error = exc
+        except Exception as exc:  # a bug in a model or tool: report it, keep the transcript
+            log.exception("chat turn failed", extra={"fields": {"conversation": conversation.id}})
+            status = "failed"
+            state.error = exc
+        finally:
+            tail, _ = state.filter.finish()
+            state.text += tail
+            trace["timings"] = clock.timings()
+            answer_id = self._store_answer(turn, conversation.id, state, trace, status)
+        if state.error is not None:
+            yield TurnEvent(
+                "error",
+                {
+                    "error": type(state.error).__name__
+                    if isinstance(state.error, Search2oError)
+                    else "InternalError",
+                    "message": str(state.error)
+                    if isinstance(state.error, Search2oError)
+                    else "the chat model or a tool failed; the server log has the details",
+                    "message_id": answer_id,
+                },
+            )
+            return
+        yield TurnEvent(
+            "done",
+            {
+                "conversation_id": conversation.id,
+                "message_id": answer_id,
+                "text": state.text,
+                "citations": [c.to_dict() for c in state.filter.used],
+                "searched": state.searched,
+                "timings": trace["timings"],
+            },
+        )
+
+    # ---------------------------------------------------------------------------------------
+
+    def _open(self, turn: PreparedTurn) -> tuple[Conversation, Message, list[ChatMessage], bool]:
+        with self._db.session() as session:
+            if turn.conversation_id is None:
+                conversation = Conversation(
+                    user_id=turn.principal.user_id, title=self.model.write_title(turn.message)
+                )
+                session.add(conversation)
+                session.flush()
+                created = True
+            else:
+                conversation = owned_conversation(session, turn.principal, turn.conversation_id)
+                created = False
+            earlier = [
+                ChatMessage(m.role, m.text)  # type: ignore[arg-type]
+                for m in conversation.messages
+                if m.text and m.role in ("user", "assistant")
+            ]
+            limit = self._settings.history_messages
+            history = earlier[-limit:] if limit else []
+            user_message = append_message(
+                session, conversation, role="user", text=turn.message, agent=turn.agent
+            )
+            session.expunge_all()
+        return conversation, user_message, history, created
+
+    def _tools(self, principal: Principal) -> list[Tool]:
+        tools: list[Tool] = []
+        if not self._knowledge.is_empty(principal):
+            tools.append(self._knowledge_tool)
+        if self._web_tool is not None:
+            tools.append(self._web_tool)
+        return tools
+
+    def _system(self) -> ChatMessage:
+        today = datetime.now(UTC).date().isoformat()
+        return ChatMessage("system", f"{self._settings.system_prompt}\n\nToday is {today}.")
+
+    def _turn(
+        self,
+        turn: PreparedTurn,
+        history: list[ChatMessage],
+        state: _AnswerState,
+        trace: dict[str, Any],
+        clock: _Clock,
+    ) -> Iterator[TurnEvent]:
+        tools = self._tools(turn.principal)
+        by_name = {tool.spec.name: tool for tool in tools}
+        messages = [self._system(), *history, ChatMessage("user", turn.message)]
+        trace["tools_offered"] = list(by_name)
+        trace["packed"] = {
+            "history_messages": len(history),
+            "history_chars": sum(len(m.content) for m in history),
+        }
+        calls: list[ToolCall] = []
+        for event in self._timed(self.model.stream(messages, [t.spec for t in tools]), clock):
+            if isinstance(event, ToolCall):
+                calls.append(event)
+            else:
+                yield from self._emit(event.text, state, clock)
+        if not calls:
+            trace["decision"] = "direct"
+            return
+        trace["decision"] = "tools"
+        state.searched = True
+        calls = calls[: self._settings.max_tool_calls]
+        for call in calls:
+            yield TurnEvent(
+                "tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}
+            )
+        outcomes = self._run_tools(turn.principal, calls, by_name, clock)
+        messages.append(ChatMessage("assistant", "", tool_calls=calls))
+        packed: list[dict[str, Any]] = []
+        for call, outcome in zip(calls, outcomes, strict=True):
+            content, passages = number_results(outcome.found, state.registry)
+            if "error" in outcome.trace:
+                content = f"error: {outcome.trace['error']}"
+            messages.append(ChatMessage("tool", content, tool_call_id=call.id, passages=passages))
+            trace["tool_calls"].append(
+                {"id": call.id, "name": call.name, "arguments": call.arguments, **outcome.trace}
+            )
+            packed.extend(
+                {"number": p.number, "chunk_id": f.chunk_id, "url": f.url, "chars": len(p.text)}
+                for p, f in zip(passages, outcome.found, strict=True)
+            )
+        trace["packed"]["passages"] = packed
+        trace["packed"]["context_chars"] = sum(p["chars"] for p in packed)
+        for event in self._timed(self.model.stream(messages, []), clock):
+            if isinstance(event, TextDelta):
+                yield from self._emit(event.text, state, clock)
+
+    def _timed(self, events: Iterator[Any], clock: _Clock) -> Iterator[Any]:
+        while True:
+            started = time.perf_counter()
+            try:
+                event = next(events)
+            except StopIteration:
+                clock.model_s += time.perf_counter() - started
+                return
+            clock.model_s += time.perf_counter() - started
+            yield event
+
+    def _emit(self, text: str, state: _AnswerState, clock: _Clock) -> Iterator[TurnEvent]:
+        safe, fresh = state.filter.feed(text)
+        for citation in fresh:
+            yield TurnEvent("citation", citation.to_dict())
+        if safe:
+            if clock.first_token_s is None:
+                clock.first_token_s = time.perf_counter() - clock.started
+            state.text += safe
+            yield TurnEvent("delta", {"text": safe})
+
+    def _run_tools(
+        self,
+        principal: Principal,
+        calls: list[ToolCall],
+        by_name: dict[str, Tool],
+        clock: _Clock,
+    ) -> list[ToolOutcome]:
+        def run_one(call: ToolCall) -> ToolOutcome:
+            tool = by_name.get(call.name)
+            if tool is None:
+                return ToolOutcome(trace={"error": f"unknown tool {call.name!r}"})
+            try:
+                return tool.run(principal, call.arguments)
+            except Search2oError as exc:
+                return ToolOutcome(trace={"error": exc.message})
+
+        started = time.perf_counter()
+        if len(calls) == 1:
+            outcomes = [run_one(calls[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+                outcomes = list(pool.map(run_one, calls))
+        clock.tools_s += time.perf_counter() - started
+        return outcomes
+
+    def _store_answer(
+        self,
+        turn: PreparedTurn,
+        conversation_id: str,
+        state: _AnswerState,
+        trace: dict[str, Any],
+        status: str,
+    ) -> str | None:
+        trace["status"] = status
+        with self._db.session() as session:
+            conversation = session.get(Conversation, conversation_id)
+            if conversation is None:  # deleted while the turn ran: it stays deleted
+                return None
+            message = append_message(
+                session,
+                conversation,
+                role="assistant",
+                text=state.text,
+                citations=[c.to_dict() for c in state.filter.used],
+                status=status,
+                searched=state.searched,
+                agent=turn.agent,
+            )
+            session.add(RetrievalTrace(message_id=message.id, trace=trace))
+            return message.id
+
+
+@dataclass
+class _AnswerState:
+    registry: CitationRegistry
+    filter: CitationFilter = field(init=False)
+    text: str = ""
+    searched: bool = False
+    error: BaseException | None = None
