@@ -42,11 +42,13 @@ class Cli:
         }
         self.runner = CliRunner()
 
-    def __call__(self, *args: str) -> Result:
-        return self.runner.invoke(app, list(args), env=self.env, catch_exceptions=False)
+    def __call__(self, *args: str, input: str | None = None) -> Result:
+        return self.runner.invoke(
+            app, list(args), env=self.env, catch_exceptions=False, input=input
+        )
 
-    def ok(self, *args: str) -> Result:
-        result = self(*args)
+    def ok(self, *args: str, input: str | None = None) -> Result:
+        result = self(*args, input=input)
         assert result.exit_code == 0, (result.stdout, result.stderr)
         return result
 
@@ -321,20 +323,24 @@ def test_db_upgrade_and_current(cli: Cli) -> None:
 
 
 @pytest.mark.slow
-def test_demo_ingests_a_folder_and_answers_queries(tmp_path: Path) -> None:
+def test_demo_ingests_a_folder_and_holds_a_conversation(tmp_path: Path) -> None:
     folder = tmp_path / "handbook"
     folder.mkdir()
     (folder / "parking.md").write_text(GOOD_MD)
     data_dir = tmp_path / "data"
     cli = Cli(data_dir, None)
-    result = cli.ok("demo", str(folder), "--query", "where can I leave my bicycle")
+    result = cli.ok("demo", str(folder), "-q", "where can I leave my bicycle?", "-q", "thanks!")
     text_out = out(result)
     assert f"data directory: {data_dir}" in text_out
     assert "1 files: 1 added" in text_out
-    assert "where can I leave my bicycle" in text_out
-    assert "parking.md" in text_out and "basement garage" in text_out
-    assert "1 hits; query embedding" in text_out
+    assert "search_knowledge: where can I leave my bicycle?" in text_out
+    assert "Bicycles are parked in the basement garage next to the lockers. [1]" in text_out
+    assert "[1] Parking — " in text_out and "parking.md" in text_out
+    assert "You're welcome!" in text_out
+    assert text_out.count("search_knowledge:") == 1  # thanks did not search
     assert (data_dir / "search2o.db").is_file()
+    listed = out(cli.ok("chat", input="/list\n"))  # the demo's conversation is kept
+    assert "where can I leave my bicycle?" in listed
     missing = error_line(cli("demo", str(tmp_path / "nowhere")), 2)
     assert missing.startswith("error: path: ")
 

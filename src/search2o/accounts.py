@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -31,6 +31,7 @@ __all__ = [
     "list_users",
     "normalize_email",
     "normalize_groups",
+    "replace_token",
     "revoke_token",
 ]
 
@@ -216,6 +217,19 @@ def issue_token(session: Session, user: User, name: str = "") -> str:
     )
     session.flush()
     return secret
+
+
+def replace_token(session: Session, user: User, name: str) -> str:
+    """Revoke ``user``'s active tokens called ``name`` and issue a new one; return its secret.
+
+    ``search2o serve`` uses this to print a fresh token at each start without piling up old ones.
+    """
+    session.execute(
+        update(ApiToken)
+        .where(ApiToken.user_id == user.id, ApiToken.name == name, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    return issue_token(session, user, name)
 
 
 def list_tokens(session: Session) -> list[TokenInfo]:

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 
 from search2o import errors
 
-__all__ = ["STATUS_BY_ERROR", "install_error_handlers", "status_for"]
+__all__ = ["STATUS_BY_ERROR", "install_error_handlers", "status_for", "status_for_name"]
 
 STATUS_BY_ERROR: dict[type[errors.Search2oError], int] = {
     errors.Search2oError: 500,
@@ -36,6 +36,14 @@ def status_for(exc: errors.Search2oError) -> int:
     for cls in type(exc).__mro__:
         if cls in STATUS_BY_ERROR:
             return STATUS_BY_ERROR[cls]
+    return 500
+
+
+def status_for_name(name: str) -> int:
+    """Return the status of the error class called ``name`` (500 for any other name)."""
+    for cls, status in STATUS_BY_ERROR.items():
+        if cls.__name__ == name:
+            return status
     return 500
 
 

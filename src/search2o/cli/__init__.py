@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from search2o.cli import accounts, knowledge, server
+from search2o.cli import accounts, chat, knowledge, server
 from search2o.cli.common import set_global_options
 
 __all__ = ["app", "main"]
@@ -16,7 +16,7 @@ app = typer.Typer(
     name="search2o",
     help=(
         "search2o: conversations with your company's knowledge.\n\n"
-        "Start with `search2o demo`, then `search2o ingest PATH` and `search2o search QUERY`. "
+        "Start with `search2o demo`, then `search2o ingest PATH` and `search2o chat`. "
         "Settings come from SEARCH2O_* environment variables and an optional search2o.toml."
     ),
     no_args_is_help=True,
@@ -45,6 +45,8 @@ app.command(rich_help_panel="Knowledge")(knowledge.ingest)
 app.command(rich_help_panel="Knowledge")(knowledge.search)
 app.command(rich_help_panel="Knowledge")(knowledge.reindex)
 app.add_typer(knowledge.documents_app, name="documents", rich_help_panel="Knowledge")
+app.command(rich_help_panel="Chat")(chat.chat)
+app.command(rich_help_panel="Chat")(chat.ask)
 app.command(rich_help_panel="Run")(server.demo)
 app.command(rich_help_panel="Run")(server.serve)
 app.add_typer(server.db_app, name="db", rich_help_panel="Admin")

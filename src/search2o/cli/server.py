@@ -9,8 +9,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from search2o.accounts import ensure_user, replace_token
+from search2o.cli.chat import print_turn
 from search2o.cli.common import console, handle_errors, open_runtime, settings
-from search2o.cli.knowledge import print_hits, run_ingest
+from search2o.cli.knowledge import run_ingest
 from search2o.errors import InputError
 from search2o.knowledge.access import AccessList
 
@@ -18,27 +20,57 @@ __all__ = ["db_app", "demo", "serve"]
 
 db_app = typer.Typer(help="Database schema: migrate and inspect.", no_args_is_help=True)
 
-DEMO_QUERIES = (
-    "how do I keep a document visible only to one group?",
-    "what happens when I ingest a file that did not change?",
+# One conversation over this repository's docs/: a question, an elliptical follow-up, thanks
+# (answered without searching) and a question the docs cannot answer ("not found").
+DEMO_TURNS = (
+    "How do I keep a document visible only to one group?",
+    "and what happens when I ingest the same file again?",
+    "thanks!",
+    "What is the wifi password of the Paris office?",
 )
+
+
+IngestOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--ingest", help="Ingest this file or folder before serving (repeatable)."),
+]
 
 
 @handle_errors
 def serve(
+    ingest: IngestOpt = None,
     host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="TCP port (default 8000).")] = None,
 ) -> None:
-    """Run the HTTP API (OpenAPI docs at /docs)."""
+    """Run the HTTP API (OpenAPI docs at /docs); print its URL and, in local mode, a token."""
     import uvicorn
 
     from search2o.api.app import create_app
 
     chosen = settings(host=host, port=port)
+    for path in ingest or []:
+        if not path.exists():
+            raise InputError("ingest", f"{path} does not exist")
     app = create_app(chosen)
-    # Load the embedding model while the server starts, not on the first search.
     runtime = app.state.runtime
+    if ingest:
+        run_ingest(runtime, list(ingest), AccessList())
+    # Load the embedding model while the server starts, not on the first search.
     threading.Thread(target=lambda: runtime.embedder.embed(["warm-up"]), daemon=True).start()
+    shown = "localhost" if chosen.host in ("127.0.0.1", "::1") else chosen.host
+    console.print(f"search2o at http://{shown}:{chosen.port}  (API docs: /docs)")
+    if chosen.auth_mode == "local":
+        with runtime.database.session() as session:
+            user = ensure_user(session, chosen.local_user_email, is_admin=True)
+            token = replace_token(session, user, "serve")
+        console.print(
+            f"local single-user mode: no token needed; clients that send one may use {token}"
+        )
+    else:
+        console.print(
+            "token mode: every request needs `Authorization: Bearer <token>` "
+            "(search2o users add EMAIL prints one)"
+        )
     uvicorn.run(app, host=chosen.host, port=chosen.port, log_config=None)
 
 
@@ -47,20 +79,29 @@ def demo(
     path: Annotated[Path, typer.Argument(help="Folder to ingest (default: ./docs).")] = Path(
         "docs"
     ),
-    query: Annotated[
-        list[str] | None, typer.Option("--query", "-q", help="Question to search (repeatable).")
+    question: Annotated[
+        list[str] | None,
+        typer.Option("--question", "-q", help="A turn of the demo conversation (repeatable)."),
     ] = None,
 ) -> None:
-    """Ingest a folder on the embedded defaults and run searches over it."""
+    """Ingest a folder on the embedded defaults and hold a short conversation about it."""
     if not path.exists():
         raise InputError("path", f"{path} does not exist; run from the repository or pass a folder")
     with open_runtime() as runtime:
         console.print(f"data directory: {runtime.settings.data_dir}", highlight=False)
         run_ingest(runtime, [path], AccessList())
         principal = runtime.local_principal()
-        for question in query or DEMO_QUERIES:
-            console.rule(Text(question, style="bold"))
-            print_hits(runtime.knowledge.search(principal, question, 3), as_json=False)
+        conversation: str | None = None
+        for text in question or DEMO_TURNS:
+            console.rule(Text(text, style="bold"))
+            last = print_turn(
+                runtime.turns.run(runtime.turns.prepare(principal, text, conversation))
+            )
+            conversation = last.get("conversation_id", conversation)
+        console.print(
+            "\nContinue this conversation with `search2o chat`, or serve the API with "
+            "`search2o serve`."
+        )
 
 
 @db_app.command("upgrade")

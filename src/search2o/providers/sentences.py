@@ -30,7 +30,9 @@ __all__ = ["ScoredSentence", "SentenceScorer", "content_stems", "split_sentences
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKUP = re.compile(r"[*_`#>|]+")
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|\n+")
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
+_SINGLE_LINE = re.compile(r"^\s*(?:#|\|)")
+_BLOCK_START = re.compile(r"^\s*(?:[-+*•]\s|\d+[.)]\s|#|\||>)")
 _BULLET = re.compile(r"^\s*(?:[-+•]|\d+[.)])\s+")
 _WORD = re.compile("[a-z0-9$%]+(?:['\u2019][a-z]+)?")
 _MIN_WORDS = 4
@@ -41,29 +43,57 @@ def _stemmer() -> snowballstemmer.Stemmer:
     return snowballstemmer.stemmer("porter")
 
 
-def content_stems(text: str) -> set[str]:
+def content_stems(text: str, *, compounds: bool = False) -> set[str]:
     """Return the Porter stems of ``text``'s words that are not Snowball English stop words.
 
     A contraction counts as its first part ("i've" is "i", a stop word; "company's" is "company").
+    With ``compounds``, each pair of adjacent words also counts as one closed compound (the
+    first word's stem joined to the second word), so "cooling down" matches "cooldown" and
+    "work day" matches "workday".
     """
     words = [re.split("['\u2019]", w)[0] for w in _WORD.findall(text.lower())]
-    return set(_stemmer().stemWords([w for w in words if w and w not in STOP_WORDS]))
+    words = [w for w in words if w]
+    stems = set(_stemmer().stemWords([w for w in words if w not in STOP_WORDS]))
+    if compounds and len(words) > 1:
+        joined = [a + b for a, b in zip(_stemmer().stemWords(words), words[1:], strict=False)]
+        stems.update(_stemmer().stemWords(joined))
+    return stems
+
+
+def _segments(text: str) -> list[str]:
+    """Join hard-wrapped lines; a segment starts at a blank line, bullet, heading or table row."""
+    segments: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        starts_block = not line.strip() or _BLOCK_START.match(line) is not None
+        if starts_block and current:
+            segments.append(" ".join(current))
+            current = []
+        if line.strip():
+            current.append(line.strip())
+        if _SINGLE_LINE.match(line) and current:  # a heading or table row stands alone
+            segments.append(" ".join(current))
+            current = []
+    if current:
+        segments.append(" ".join(current))
+    return segments
 
 
 def split_sentences(text: str) -> list[str]:
     """Split passage text into readable sentences, Markdown links and emphasis removed.
 
-    Lines are split at sentence ends (``.``, ``!``, ``?`` before a capital or digit) and at
-    line breaks; bullets lose their marker; pieces under four words (headings, fragments) are
-    dropped. Returns sentences in text order.
+    Hard-wrapped lines are joined first (a paragraph, bullet, heading or table row is one
+    segment); segments are split at sentence ends (``.``, ``!``, ``?`` before a capital or
+    digit); bullets lose their marker; pieces under four words (headings, fragments) are
+    dropped. Returns sentences in text order (questions included: see :class:`SentenceScorer`).
     """
-    cleaned = _LINK.sub(r"\1", text)
     sentences: list[str] = []
-    for piece in _SPLIT.split(cleaned):
-        line = _MARKUP.sub("", _BULLET.sub("", piece)).strip()
-        line = re.sub(r"\s+", " ", line)
-        if len(line.split()) >= _MIN_WORDS:
-            sentences.append(line)
+    for segment in _segments(_LINK.sub(r"\1", text)):
+        plain = _MARKUP.sub("", _BULLET.sub("", segment))
+        for piece in _SPLIT.split(plain):
+            line = re.sub(r"\s+", " ", piece).strip()
+            if len(line.split()) >= _MIN_WORDS:
+                sentences.append(line)
     return sentences
 
 
@@ -79,6 +109,9 @@ class ScoredSentence:
 
 class SentenceScorer:
     """Scores sentences against a query with an embedder and a keyword bonus.
+
+    Questions are never returned; the sentence right after a question in the same passage
+    scores at least as high as the question (FAQ answers).
 
     Args:
         embedder: any :class:`Embedder` (unit-length rows, so a dot product is the cosine).
@@ -132,7 +165,7 @@ class SentenceScorer:
         query_vector = self._embedder.embed([query])[0]
         cosines = self._vectors([text for _, _, text in sentences]) @ query_vector
         asked = content_stems(question) or content_stems(query)
-        stems = [content_stems(text) for _, _, text in sentences]
+        stems = [content_stems(text, compounds=True) for _, _, text in sentences]
         count = len(sentences)
         idf = {
             term: math.log((count - df + 0.5) / (df + 0.5) + 1)
@@ -140,9 +173,19 @@ class SentenceScorer:
             for df in [sum(term in s for s in stems)]
         }
         total = sum(idf.values())
-        scored = []
-        for (number, position, text), cosine, have in zip(sentences, cosines, stems, strict=True):
+        scores = []
+        for cosine, have in zip(cosines, stems, strict=True):
             share = sum(idf[t] for t in asked & have) / total if total else 0.0
-            score = float(cosine) + self._weight * share
+            scores.append(float(cosine) + self._weight * share)
+        # A question in a passage (a FAQ) is not an answer, but the sentence after it is the
+        # answer to it: that sentence gets the question's score when it is higher.
+        scored = []
+        for index, (number, position, text) in enumerate(sentences):
+            if text.endswith("?"):
+                continue
+            score = scores[index]
+            before = sentences[index - 1] if index else None
+            if before is not None and before[0] == number and before[2].endswith("?"):
+                score = max(score, scores[index - 1])
             scored.append(ScoredSentence(number, position, text, score))
         return sorted(scored, key=lambda s: -s.score)

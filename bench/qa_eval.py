@@ -1,0 +1,298 @@
+"""Grounded-QA evaluation of the Query Engine with the configured chat model (default: built-in).
+
+1. Handbook (``../shared/data/handbook-eval/public.jsonl`` over ``../shared/data/handbook``):
+   each item is one conversation, played turn by turn through ``TurnEngine`` exactly as a user
+   would. Per turn type:
+
+   * retrieval hit@3 (grounded turns): a gold file among the documents of the top 3 hits of the
+     query the model wrote (from the answer's retrieval trace);
+   * answer-fact accuracy (grounded turns): share of facts found in the answer, a fact being a
+     list of acceptable lower-case substrings;
+   * decision accuracy: grounded and not-found turns searched, ``no_search`` turns did not;
+   * not-found accuracy: ``not_found`` turns answered "not found" with no citation.
+
+2. MTRAG-UN (``../shared/data/mtrag-un``, Katsis et al. 2025, IBM): the corpus is the union of
+   every task's gold ``contexts`` (one document per ``document_id``). For each task the earlier
+   turns of ``input`` are stored as the conversation's history and the last user turn is run.
+   Recall@5 of the model-written query: the share of the task's relevant documents (``qrels``)
+   among the first 5 distinct documents its search returns, per turn type (first turn,
+   follow-up, clarification). Not-found accuracy on UNANSWERABLE tasks, and how often answerable
+   tasks were wrongly answered "not found".
+
+``--calibrate`` also prints, for the built-in model, the best sentence score per turn for
+answerable and unanswerable turns and the accuracies each candidate ``chat.not_found_score``
+would give (how the default was chosen).
+
+Run from the repository root::
+
+    .venv/bin/python bench/qa_eval.py                 # both sets, about 3 minutes on 2 cores
+    .venv/bin/python bench/qa_eval.py --skip-mtrag
+    .venv/bin/python bench/qa_eval.py --calibrate
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from search2o.accounts import Principal
+from search2o.config import load_settings
+from search2o.knowledge.access import AccessList
+from search2o.providers.builtin_chat import NOT_FOUND
+from search2o.providers.sentences import SentenceScorer
+from search2o.query.conversations import append_message
+from search2o.runtime import Runtime
+from search2o.storage.models import Conversation
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+console = Console()
+
+
+def _events(runtime: Runtime, principal: Principal, text: str, conversation: str | None) -> dict:
+    turn: dict[str, Any] = {"tool_calls": [], "citations": []}
+    for event in runtime.turns.ask(principal, text, conversation):
+        if event.kind == "tool_call":
+            turn["tool_calls"].append(event.data)
+        elif event.kind in ("conversation", "done", "error"):
+            turn.update(event.data, kind=event.kind)
+    if turn.get("message_id"):
+        turn["trace"] = runtime.conversations.trace(principal, turn["message_id"])
+    return turn
+
+
+def _hit_documents(runtime: Runtime, principal: Principal, query: str, n: int) -> list[str]:
+    """Return the sources of the first ``n`` distinct documents a search for ``query`` finds."""
+    seen: dict[str, None] = {}
+    for hit in runtime.knowledge.search(principal, query, 30).hits:
+        seen.setdefault(hit.source, None)
+        if len(seen) == n:
+            break
+    return list(seen)
+
+
+def _best_sentence(runtime: Runtime, scorer: SentenceScorer, turn: dict, question: str) -> float:
+    if not turn["tool_calls"]:
+        return float("nan")
+    query = turn["tool_calls"][0]["arguments"]["query"]
+    principal = runtime.local_principal()
+    hits = runtime.knowledge.search(principal, query, runtime.settings.chat.search_k).hits
+    scored = scorer.score(query, question, [(i, h.text) for i, h in enumerate(hits)])
+    return scored[0].score if scored else float("-inf")
+
+
+def handbook(runtime: Runtime, calibrate: bool) -> list[tuple[float, bool]]:
+    """Run the handbook set; print its table; return (best score, answerable) pairs."""
+    principal = runtime.local_principal()
+    runtime.knowledge.ingest_paths([DATA / "handbook"], AccessList())
+    scorer = SentenceScorer(runtime.embedder)
+    hits, facts, decisions, not_found, false_nf = [], [], [], [], []
+    samples: list[tuple[float, bool]] = []
+    failures: list[str] = []
+    for line in (DATA / "handbook-eval" / "public.jsonl").read_text().splitlines():
+        item = json.loads(line)
+        conversation = None
+        for spec in item["turns"]:
+            turn = _events(runtime, principal, spec["user"], conversation)
+            conversation = turn["conversation_id"]
+            answer = turn.get("text", "")
+            searched = bool(turn["tool_calls"])
+            expect = spec["expect"]
+            decisions.append(searched == (expect != "no_search"))
+            if calibrate and expect != "no_search":
+                samples.append(
+                    (_best_sentence(runtime, scorer, turn, spec["user"]), expect == "grounded")
+                )
+            if expect == "grounded":
+                query = turn["tool_calls"][0]["arguments"]["query"] if searched else ""
+                top = _hit_documents(runtime, principal, query, 3) if searched else []
+                hit = any(Path(s).name in spec["gold_files"] for s in top)
+                hits.append(hit)
+                found = [any(a in answer.lower() for a in fact) for fact in spec["facts"]]
+                facts.extend(found)
+                false_nf.append(answer == NOT_FOUND)
+                if not (hit and all(found)):
+                    failures.append(f"{item['id']}: {spec['user']!r} -> {answer[:160]!r}")
+            elif expect == "not_found":
+                ok = answer == NOT_FOUND and not turn["citations"]
+                not_found.append(ok)
+                if not ok:
+                    failures.append(f"{item['id']}: {spec['user']!r} -> {answer[:160]!r}")
+    table = Table(title="handbook-eval/public.jsonl (built-in model unless configured)")
+    for column in ("metric", "value", "n", "target"):
+        table.add_column(column)
+    table.add_row("retrieval hit@3 (grounded)", f"{_mean(hits):.3f}", str(len(hits)), ">= 0.9")
+    table.add_row("answer-fact accuracy", f"{_mean(facts):.3f}", str(len(facts)), ">= 0.8")
+    table.add_row(
+        "search/no-search decisions", f"{_mean(decisions):.3f}", str(len(decisions)), "1.0"
+    )
+    table.add_row("not-found accuracy", f"{_mean(not_found):.3f}", str(len(not_found)), "1.0")
+    table.add_row(
+        "grounded answered 'not found'", f"{_mean(false_nf):.3f}", str(len(false_nf)), "0"
+    )
+    console.print(table)
+    for failure in failures:
+        console.print(f"  miss: {failure}", markup=False)
+    return samples
+
+
+def _mtrag_corpus(folder: Path) -> None:
+    seen = set()
+    for line in (DATA / "mtrag-un" / "reference.jsonl").read_text().splitlines():
+        for context in json.loads(line)["contexts"]:
+            doc_id = context["document_id"]
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            title = context.get("title") or doc_id
+            (folder / f"{doc_id}.md").write_text(f"# {title}\n\n{context['text']}\n")
+
+
+def _qrels() -> dict[str, set[str]]:
+    relevant: dict[str, set[str]] = defaultdict(set)
+    for path in (DATA / "mtrag-un" / "qrels").glob("*.tsv"):
+        for row in path.read_text().splitlines()[1:]:
+            query_id, corpus_id, score = row.split("\t")
+            if float(score) > 0:
+                relevant[query_id].add(corpus_id)
+    return relevant
+
+
+def _seed(runtime: Runtime, principal: Principal, turns: list[dict]) -> str | None:
+    if not turns:
+        return None
+    with runtime.database.session() as session:
+        conversation = Conversation(user_id=principal.user_id, title=turns[0]["text"][:80])
+        session.add(conversation)
+        session.flush()
+        for turn in turns:
+            role = "user" if turn["speaker"] == "user" else "assistant"
+            append_message(session, conversation, role=role, text=turn["text"])
+        return conversation.id
+
+
+def mtrag(runtime: Runtime, limit: int | None, calibrate: bool) -> list[tuple[float, bool]]:
+    """Run the MTRAG-UN set; print its table; return (best score, answerable) pairs."""
+    principal = runtime.local_principal()
+    with tempfile.TemporaryDirectory() as folder:
+        _mtrag_corpus(Path(folder))
+        started = time.perf_counter()
+        summary = runtime.knowledge.ingest_paths([Path(folder)], AccessList())
+        console.print(f"MTRAG-UN corpus: {summary.line()} ({time.perf_counter() - started:.0f} s)")
+    relevant = _qrels()
+    scorer = SentenceScorer(runtime.embedder)
+    recall: dict[str, list[float]] = defaultdict(list)
+    unanswerable, false_nf, searched = [], [], []
+    samples: list[tuple[float, bool]] = []
+    tasks = [
+        json.loads(line)
+        for line in (DATA / "mtrag-un" / "reference.jsonl").read_text().splitlines()
+    ]
+    for task in track(tasks[:limit], description="MTRAG-UN tasks", console=console):
+        history, last = task["input"][:-1], task["input"][-1]
+        kind = task["Multi-Turn"][0] if task["Multi-Turn"] != ["N/A"] else "First turn"
+        if not history:
+            kind = "First turn"
+        turn = _events(runtime, principal, last["text"], _seed(runtime, principal, history))
+        searched.append(bool(turn["tool_calls"]))
+        answer = turn.get("text", "")
+        answerability = task["answerability"][0]
+        gold = relevant.get(task["task_id"], set())
+        if gold:
+            docs = []
+            if turn["tool_calls"]:
+                query = turn["tool_calls"][0]["arguments"]["query"]
+                docs = [Path(s).stem for s in _hit_documents(runtime, principal, query, 5)]
+            recall[kind].append(len(gold & set(docs)) / len(gold))
+            recall["all"].append(len(gold & set(docs)) / len(gold))
+        if answerability == "UNANSWERABLE":
+            unanswerable.append(answer == NOT_FOUND)
+        elif answerability == "ANSWERABLE":
+            false_nf.append(answer == NOT_FOUND)
+        if calibrate and answerability in ("UNANSWERABLE", "ANSWERABLE"):
+            score = _best_sentence(runtime, scorer, turn, last["text"])
+            samples.append((score, answerability == "ANSWERABLE"))
+    table = Table(title=f"MTRAG-UN ({len(tasks[:limit])} tasks; corpus = union of contexts)")
+    for column in ("metric", "value", "n"):
+        table.add_column(column)
+    for kind in ("First turn", "Follow-up", "Clarification", "all"):
+        table.add_row(
+            f"recall@5 of written query: {kind}",
+            f"{_mean(recall[kind]):.3f}",
+            str(len(recall[kind])),
+        )
+    table.add_row("searched (any turn)", f"{_mean(searched):.3f}", str(len(searched)))
+    table.add_row(
+        "not-found accuracy (UNANSWERABLE)", f"{_mean(unanswerable):.3f}", str(len(unanswerable))
+    )
+    table.add_row("ANSWERABLE answered 'not found'", f"{_mean(false_nf):.3f}", str(len(false_nf)))
+    console.print(table)
+    return samples
+
+
+def _mean(values: list[Any]) -> float:
+    return statistics.fmean(values) if values else float("nan")
+
+
+def print_calibration(name: str, samples: list[tuple[float, bool]]) -> None:
+    """Print the accuracy of answering vs "not found" at candidate thresholds."""
+    scores = [(s, a) for s, a in samples if s == s]  # drop NaN (turns that did not search)
+    if not scores:
+        return
+    table = Table(title=f"not-found threshold calibration: {name} (best sentence score)")
+    for column in ("threshold", "answerable kept", "unanswerable refused", "balanced acc."):
+        table.add_column(column)
+    for step in range(30, 71, 5):
+        threshold = step / 100
+        kept = [s >= threshold for s, a in scores if a]
+        refused = [s < threshold for s, a in scores if not a]
+        balanced = (_mean(kept) + _mean(refused)) / 2
+        table.add_row(
+            f"{threshold:.2f}", f"{_mean(kept):.3f}", f"{_mean(refused):.3f}", f"{balanced:.3f}"
+        )
+    console.print(table)
+
+
+def main() -> int:
+    """Run the evaluation; see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--skip-handbook", action="store_true")
+    parser.add_argument("--skip-mtrag", action="store_true")
+    parser.add_argument("--mtrag-limit", type=int, default=None, help="first N tasks only")
+    parser.add_argument("--calibrate", action="store_true")
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        console.print(f"data folder {DATA} not found (the repository sits beside shared/)")
+        return 2
+    if not args.skip_handbook:
+        with (
+            tempfile.TemporaryDirectory() as data_dir,
+            Runtime(load_settings(data_dir=Path(data_dir))) as runtime,
+        ):
+            samples = handbook(runtime, args.calibrate)
+            if args.calibrate:
+                print_calibration("handbook", samples)
+    if args.skip_mtrag:
+        return 0
+    with (
+        tempfile.TemporaryDirectory() as data_dir,
+        Runtime(load_settings(data_dir=Path(data_dir))) as runtime,
+    ):
+        samples = mtrag(runtime, args.mtrag_limit, args.calibrate)
+        if args.calibrate:
+            print_calibration("MTRAG-UN", samples)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Request and response bodies of the chat, conversation and message endpoints."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+__all__ = [
+    "ChatRequest",
+    "ConversationDetailPublic",
+    "ConversationListPublic",
+    "ConversationPatch",
+    "ConversationPublic",
+    "MessagePublic",
+    "RatingRequest",
+]
+
+
+class ChatRequest(BaseModel):
+    """``POST /v1/chat``: one user message, in a new or an existing conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: StrictStr = Field(description="the user's message; not empty, at most 8000 chars")
+    conversation_id: StrictStr | None = Field(
+        default=None, description="continue this conversation; omit to start a new one"
+    )
+    stream: StrictBool = Field(
+        default=True,
+        description="true: Server-Sent Events; false: one JSON body (the `done` event's data "
+        "plus `conversation_id` and `tool_calls`) when the answer is complete",
+    )
+
+
+class ConversationPublic(BaseModel):
+    """A conversation as listed."""
+
+    id: str
+    title: str
+    pinned: bool
+    created_at: datetime
+    last_used_at: datetime
+    message_count: int
+
+
+class ConversationListPublic(BaseModel):
+    """The caller's conversations: pinned first, then most recently used."""
+
+    conversations: list[ConversationPublic]
+
+
+class MessagePublic(BaseModel):
+    """One message of a conversation.
+
+    ``status``: ``complete``; ``interrupted`` (the client left mid-answer; the partial text is
+    kept); ``failed`` (the model or a tool failed; the text is what was written before).
+    """
+
+    id: str
+    conversation_id: str
+    role: str
+    text: str
+    citations: list[dict[str, Any]]
+    status: str
+    searched: bool
+    rating: str | None
+    agent: str | None
+    created_at: datetime
+
+
+class ConversationDetailPublic(ConversationPublic):
+    """A conversation with its messages in order."""
+
+    messages: list[MessagePublic]
+
+
+class ConversationPatch(BaseModel):
+    """``PATCH /v1/conversations/{id}``: rename and/or pin; at least one field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: StrictStr | None = Field(default=None, description="1..200 printable characters")
+    pinned: StrictBool | None = None
+
+
+class RatingRequest(BaseModel):
+    """``PUT /v1/messages/{id}/rating``: ``up``, ``down``, or ``null`` to clear."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rating: Literal["up", "down"] | None

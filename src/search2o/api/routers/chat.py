@@ -1,0 +1,97 @@
+"""``POST /v1/chat``: one chat turn, streamed as Server-Sent Events (or one JSON body)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from search2o.api.chat_schemas import ChatRequest
+from search2o.api.deps import CurrentUser, RuntimeDep
+from search2o.api.errors import status_for_name
+from search2o.api.sse import SSE_HEADERS, stream_events
+
+router = APIRouter(prefix="/v1", tags=["chat"])
+
+_EXAMPLE = """event: conversation
+data: {"conversation_id": "5b0c...e1", "title": "How many vacation days do we get?", \
+"created": true, "user_message_id": "9f2a...07"}
+
+event: tool_call
+data: {"id": "call_1", "name": "search_knowledge", \
+"arguments": {"query": "How many vacation days do we get?"}}
+
+event: citation
+data: {"number": 1, "title": "Benefits and perks", "source": "/data/handbook/benefits.md", \
+"heading_path": ["Paid Time Off"], "document_id": 3, "chunk_ids": [41], "url": null}
+
+event: delta
+data: {"text": "We get 20 days"}
+
+event: delta
+data: {"text": " of vacation a year. [1]"}
+
+event: done
+data: {"conversation_id": "5b0c...e1", "message_id": "c41d...9a", \
+"text": "We get 20 days of vacation a year. [1]", "citations": [{"number": 1, ...}], \
+"searched": true, "timings": {"total_ms": 84.1, "first_token_ms": 80.2, ...}}
+"""
+
+DESCRIPTION = f"""
+Send one user message. Without `conversation_id` a new conversation starts (its id is in the
+first event); with it, the message continues that conversation (404 if it is missing or
+another user's). Validation and ownership are checked before the stream starts, so bad input
+gets a normal 422/404 JSON error and changes nothing.
+
+With `"stream": true` (default) the answer is a `text/event-stream`:
+
+| event | data |
+|---|---|
+| `conversation` | `conversation_id`, `title`, `created`, `user_message_id` — always first |
+| `tool_call` | `id`, `name` (`search_knowledge` or `web_search`), `arguments` (the model's query) |
+| `citation` | the source a `[n]` marker in the answer points to, on its first use |
+| `delta` | `text`: the next piece of the answer |
+| `done` | `message_id`, `text`, `citations`, `searched`, `timings` — last on success |
+| `error` | `error` (class), `message`, `message_id` (partial answer, if stored) — last |
+
+Lines starting with `:` are heartbeats, sent when nothing happened for `chat.heartbeat_s`.
+If the client disconnects, the partial answer is stored with status `interrupted`.
+
+Example:
+
+```
+{_EXAMPLE}```
+"""
+
+
+@router.post(
+    "/chat",
+    description=DESCRIPTION,
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {"example": _EXAMPLE}}}},
+)
+def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
+    """Run one chat turn (see the description for the event stream)."""
+    engine = runtime.turns
+    turn = engine.prepare(user, body.message, body.conversation_id)
+    if body.stream:
+        return StreamingResponse(
+            stream_events(engine.run(turn), runtime.settings.chat.heartbeat_s),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
+        )
+    result: dict[str, Any] = {"tool_calls": []}
+    for event in engine.run(turn):
+        if event.kind == "conversation":
+            result["conversation_id"] = event.data["conversation_id"]
+        elif event.kind == "tool_call":
+            result["tool_calls"].append(event.data)
+        elif event.kind == "done":
+            result.update(event.data)
+        elif event.kind == "error":
+            return JSONResponse(
+                {"detail": {**event.data, "conversation_id": result.get("conversation_id")}},
+                status_code=status_for_name(event.data["error"]),
+            )
+    return result

@@ -1,0 +1,83 @@
+"""Conversations and messages: list, read, rename, pin, delete, rate, trace.
+
+Another user's conversation or message is answered exactly like a missing one (404).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from search2o.api.chat_schemas import (
+    ConversationDetailPublic,
+    ConversationListPublic,
+    ConversationPatch,
+    ConversationPublic,
+    MessagePublic,
+    RatingRequest,
+)
+from search2o.api.deps import CurrentUser, RuntimeDep
+from search2o.errors import InputError
+
+router = APIRouter(prefix="/v1", tags=["conversations"])
+
+
+@router.get("/conversations")
+def list_conversations(
+    user: CurrentUser,
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(description="1..200")] = 50,
+    offset: Annotated[int, Query(description="0 or more")] = 0,
+) -> ConversationListPublic:
+    """List the caller's conversations: pinned first, then most recently used first."""
+    rows = runtime.conversations.list_conversations(user, limit, offset)
+    return ConversationListPublic(conversations=[ConversationPublic(**asdict(r)) for r in rows])
+
+
+@router.get("/conversations/{conversation_id}")
+def get_conversation(
+    conversation_id: str, user: CurrentUser, runtime: RuntimeDep
+) -> ConversationDetailPublic:
+    """Return one conversation with its messages (404 if missing or another user's)."""
+    info = runtime.conversations.get(user, conversation_id)
+    messages = runtime.conversations.messages(user, conversation_id)
+    return ConversationDetailPublic(
+        **asdict(info), messages=[MessagePublic(**asdict(m)) for m in messages]
+    )
+
+
+@router.patch("/conversations/{conversation_id}")
+def update_conversation(
+    conversation_id: str, body: ConversationPatch, user: CurrentUser, runtime: RuntimeDep
+) -> ConversationPublic:
+    """Rename and/or pin or unpin a conversation (422 naming the field on a bad value)."""
+    if body.title is None and body.pinned is None:
+        raise InputError("body", "give `title`, `pinned` or both")
+    info = runtime.conversations.update(user, conversation_id, title=body.title, pinned=body.pinned)
+    return ConversationPublic(**asdict(info))
+
+
+@router.delete("/conversations/{conversation_id}", status_code=204)
+def delete_conversation(conversation_id: str, user: CurrentUser, runtime: RuntimeDep) -> Response:
+    """Delete a conversation with its messages, ratings and traces."""
+    runtime.conversations.delete(user, conversation_id)
+    return Response(status_code=204)
+
+
+@router.put("/messages/{message_id}/rating")
+def rate_message(
+    message_id: str, body: RatingRequest, user: CurrentUser, runtime: RuntimeDep
+) -> MessagePublic:
+    """Rate an assistant answer ``up`` or ``down``, or clear the rating with ``null``."""
+    return MessagePublic(**asdict(runtime.conversations.rate(user, message_id, body.rating)))
+
+
+@router.get("/messages/{message_id}/trace")
+def message_trace(message_id: str, user: CurrentUser, runtime: RuntimeDep) -> dict[str, Any]:
+    """Return an answer's retrieval trace: tool calls, queries, hits, packing, timings.
+
+    Readable by the conversation's owner and by admins.
+    """
+    return runtime.conversations.trace(user, message_id)
