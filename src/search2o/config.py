@@ -130,7 +130,7 @@ class ChatSettings(BaseModel):
     )
     search_k: int = Field(default=5, ge=1, le=50, description="chunks per search_knowledge call")
     max_tool_calls: int = Field(default=4, ge=1, le=16, description="tool calls run per turn")
-    not_found_score: float = Field(default=0.5, ge=-1, le=2)
+    not_found_score: float = Field(default=0.55, ge=-1, le=2)
     answer_sentences: int = Field(default=3, ge=1, le=10, description="built-in model's limit")
     heartbeat_s: float = Field(default=10.0, gt=0, description="SSE comment on long waits")
     web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)

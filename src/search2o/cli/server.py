@@ -58,13 +58,14 @@ def serve(
     # Load the embedding model while the server starts, not on the first search.
     threading.Thread(target=lambda: runtime.embedder.embed(["warm-up"]), daemon=True).start()
     shown = "localhost" if chosen.host in ("127.0.0.1", "::1") else chosen.host
-    console.print(f"search2o at http://{shown}:{chosen.port}  (API docs: /docs)")
+    console.print(f"search2o at http://{shown}:{chosen.port}  (API docs: /docs)", soft_wrap=True)
     if chosen.auth_mode == "local":
         with runtime.database.session() as session:
             user = ensure_user(session, chosen.local_user_email, is_admin=True)
             token = replace_token(session, user, "serve")
         console.print(
-            f"local single-user mode: no token needed; clients that send one may use {token}"
+            f"local single-user mode: no token needed; clients that send one may use {token}",
+            soft_wrap=True,
         )
     else:
         console.print(

@@ -65,6 +65,7 @@ _SMALL_TALK: dict[str, tuple[str, ...]] = {
         r"(who are you|what are you|what can you do|what do you do|help|what can i ask( you)?)",
     ),
 }
+_ADDRESSEE = re.compile(r"(everyone|everybody|all|team|folks|there|friend|search2o|bot)")
 _PATTERNS = {kind: re.compile("|".join(p)) for kind, p in _SMALL_TALK.items()}
 _REPLIES = {
     "greeting": "Hello! Ask me anything about your documents and I will answer from them, "
@@ -103,16 +104,16 @@ def small_talk_kind(message: str) -> str | None:
     """
     phrases = [p.strip() for p in re.split(r"[,.!?;:]+", message.lower().replace("\u2019", "'"))]
     phrases = [_NORMALISE.sub("", p).strip() for p in phrases if p.strip()]
-    if not phrases:
-        return None
-    kinds = []
+    kinds: list[str] = []
     for phrase in phrases:
+        if _ADDRESSEE.fullmatch(phrase):  # "good morning, everyone": the name adds nothing
+            continue
         kind = next((k for k, rx in _PATTERNS.items() if rx.fullmatch(phrase)), None)
         if kind is None:
             return None
         kinds.append(kind)
     # "hi, thanks" is thanks: the last phrase wins, it is what the user leaves off with.
-    return kinds[-1]
+    return kinds[-1] if kinds else None
 
 
 def is_small_talk(message: str) -> bool:

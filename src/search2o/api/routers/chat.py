@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
+from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from search2o.api.chat_schemas import ChatRequest
@@ -68,8 +69,12 @@ Example:
 @router.post(
     "/chat",
     description=DESCRIPTION,
-    response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {"example": _EXAMPLE}}}},
+    responses={
+        200: {
+            "description": "an event stream, or one JSON body with `\"stream\": false`",
+            "content": {"text/event-stream": {"example": _EXAMPLE}, "application/json": {}},
+        }
+    },
 )
 def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
     """Run one chat turn (see the description for the event stream)."""
@@ -94,4 +99,4 @@ def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
                 {"detail": {**event.data, "conversation_id": result.get("conversation_id")}},
                 status_code=status_for_name(event.data["error"]),
             )
-    return result
+    return JSONResponse(jsonable_encoder(result))

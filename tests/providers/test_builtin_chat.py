@@ -1,0 +1,209 @@
+"""The built-in extractive chat model: decisions, self-contained queries, sentences, answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from search2o.config import ChatSettings
+from search2o.providers.builtin_chat import (
+    NO_DOCUMENTS,
+    NOT_FOUND,
+    BuiltinChatModel,
+    is_small_talk,
+    self_contained_query,
+    small_talk_kind,
+)
+from search2o.providers.chat import ChatMessage, Passage, TextDelta, ToolCall, ToolSpec
+from search2o.providers.sentences import SentenceScorer, content_stems, split_sentences
+from tests.conftest import MemoEmbedder
+
+SEARCH = ToolSpec("search_knowledge", "search", {"type": "object"})
+WEB = ToolSpec("web_search", "web", {"type": "object"})
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("hi there", "greeting"),
+        ("Hello!", "greeting"),
+        ("Good morning, everyone", "greeting"),
+        ("thanks!", "thanks"),
+        ("Thank you so much.", "thanks"),
+        ("ok thanks", "thanks"),
+        ("hi, thanks!", "thanks"),
+        ("got it", "ack"),
+        ("bye", "goodbye"),
+        ("How are you?", "wellbeing"),
+        ("what can you do?", "identity"),
+    ],
+)
+def test_small_talk_is_recognised(message: str, kind: str) -> None:
+    assert small_talk_kind(message) == kind
+    assert is_small_talk(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "thanks, and how many can roll over?",
+        "hi, is there a sabbatical?",
+        "what is the vacation policy",
+        "and more?",
+        "help me find the expense policy",
+        "hello world program in our handbook?",
+    ],
+)
+def test_anything_beyond_small_talk_searches(message: str) -> None:
+    assert not is_small_talk(message)
+
+
+def test_empty_or_punctuation_only_message_is_not_small_talk() -> None:
+    assert small_talk_kind("?!") is None
+
+
+def test_a_standalone_question_is_its_own_query() -> None:
+    assert self_contained_query(["How many vacation days do we get each year?"]) == (
+        "How many vacation days do we get each year?"
+    )
+
+
+def test_an_elliptical_follow_up_carries_the_subject() -> None:
+    query = self_contained_query(
+        ["How many vacation days do we get each year?", "and how many of them can roll over?"]
+    )
+    assert query.startswith("how many of them can roll over?")
+    assert {"vacation", "days"} <= set(query.split())
+
+
+@pytest.mark.parametrize(
+    "follow_up", ["what about serving on a board?", "and more?", "How long does one last?"]
+)
+def test_connectives_pronouns_and_contentless_messages_are_elliptical(follow_up: str) -> None:
+    query = self_contained_query(["Can I take a side job at another software company?", follow_up])
+    assert "side" in query and "job" in query
+
+
+def test_a_new_topic_is_not_rewritten() -> None:
+    query = self_contained_query(["How long are our work cycles?", "What is Queenbee?"])
+    assert query == "What is Queenbee?"
+
+
+def test_small_talk_between_questions_is_skipped_and_chains_keep_the_first_subject() -> None:
+    query = self_contained_query(
+        ["How long are our work cycles?", "thanks!", "and the cooldown after them?", "and more?"]
+    )
+    assert "cycles" in query and "cooldown" in query
+
+
+def test_self_contained_query_needs_a_message() -> None:
+    with pytest.raises(ValueError, match="must not be empty"):
+        self_contained_query([])
+
+
+def test_split_sentences_joins_wrapped_lines_and_strips_markdown() -> None:
+    text = (
+        "# Parking\n\nBicycles are parked in the\nbasement garage. Cars use the [north lot](x.md)."
+        "\n- **Scooters** go by the front door\n| a | b |\n"
+    )
+    assert split_sentences(text) == [
+        "Bicycles are parked in the basement garage.",
+        "Cars use the north lot.",
+        "Scooters go by the front door",
+    ]
+
+
+def test_content_stems_drop_stop_words_and_contractions_and_match_compounds() -> None:
+    assert content_stems("What do I get if I've worked here?") == {"get", "work"}
+    assert "cooldown" in content_stems("we spend two weeks cooling down", compounds=True)
+    assert "cooldown" not in content_stems("we spend two weeks cooling down")
+
+
+def test_a_faq_answer_inherits_its_questions_score(embedder: MemoEmbedder) -> None:
+    passage = (
+        "How do I keep a document private to a group? Ingest it with --group NAME. "
+        "Unrelated sentence about parking bicycles in the garage."
+    )
+    scored = SentenceScorer(embedder).score(
+        "keep a document private to one group",
+        "keep a document private to one group",
+        [(1, passage)],
+    )
+    assert [s.text for s in scored][0] == "Ingest it with --group NAME."
+    assert all(not s.text.endswith("?") for s in scored)
+
+
+def _model(embedder: MemoEmbedder, **settings: object) -> BuiltinChatModel:
+    return BuiltinChatModel(ChatSettings(**settings), embedder)  # type: ignore[arg-type]
+
+
+def _text(events: list[object]) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def test_model_answers_small_talk_without_tools(embedder: MemoEmbedder) -> None:
+    events = list(_model(embedder).stream([ChatMessage("user", "thanks!")], [SEARCH]))
+    assert all(isinstance(e, TextDelta) for e in events)
+    assert _text(events) == "You're welcome! Ask me anything else."
+
+
+def test_model_calls_every_offered_search_tool_with_the_written_query(
+    embedder: MemoEmbedder,
+) -> None:
+    history = [
+        ChatMessage("user", "How long are our work cycles?"),
+        ChatMessage("assistant", "We work in 6-week cycles. [1]"),
+        ChatMessage("user", "and the cooldown after them?"),
+    ]
+    events = list(_model(embedder).stream(history, [SEARCH, WEB]))
+    assert [type(e) for e in events] == [ToolCall, ToolCall]
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert [c.name for c in calls] == ["search_knowledge", "web_search"]
+    assert calls[0].id != calls[1].id
+    assert "cycles" in calls[0].arguments["query"]
+
+
+def test_model_without_tools_says_there_is_nothing_to_search(embedder: MemoEmbedder) -> None:
+    events = list(_model(embedder).stream([ChatMessage("user", "What is Queenbee?")], []))
+    assert _text(events) == NO_DOCUMENTS
+
+
+def _answer(model: BuiltinChatModel, question: str, passages: list[Passage]) -> str:
+    call = ToolCall("call_1", "search_knowledge", {"query": question})
+    messages = [
+        ChatMessage("user", question),
+        ChatMessage("assistant", "", tool_calls=[call]),
+        ChatMessage("tool", "…", tool_call_id="call_1", passages=passages),
+    ]
+    return _text(list(model.stream(messages, [])))
+
+
+def test_model_quotes_the_best_sentences_with_their_citation(embedder: MemoEmbedder) -> None:
+    passages = [
+        Passage(1, "Parking", "parking.md", "Bicycles are parked in the basement garage."),
+        Passage(2, "Lunch", "lunch.md", "Lunch is served at noon in the canteen on floor two."),
+    ]
+    answer = _answer(_model(embedder), "Where do I park my bicycle?", passages)
+    assert answer == "Bicycles are parked in the basement garage. [1]"
+
+
+def test_model_says_not_found_below_the_threshold(embedder: MemoEmbedder) -> None:
+    passages = [Passage(1, "Lunch", "lunch.md", "Lunch is served at noon in the canteen.")]
+    model = _model(embedder)
+    assert _answer(model, "What is the wifi password of the Paris office?", passages) == NOT_FOUND
+    assert _answer(model, "What is the wifi password?", []) == NOT_FOUND
+    # The same passages pass with a threshold below their score: the threshold decides.
+    lenient = _model(embedder, not_found_score=-1.0)
+    assert _answer(lenient, "What is the wifi password?", passages).endswith("[1]")
+
+
+def test_model_needs_a_user_message(embedder: MemoEmbedder) -> None:
+    with pytest.raises(ValueError, match="user message"):
+        list(_model(embedder).stream([ChatMessage("system", "x")], [SEARCH]))
+
+
+def test_title_is_the_first_message_cut_at_a_word(embedder: MemoEmbedder) -> None:
+    model = _model(embedder)
+    assert model.write_title("  How many   vacation days?  ") == "How many vacation days?"
+    long = "word " * 40
+    title = model.write_title(long)
+    assert len(title) <= 80 and title.endswith("…") and "  " not in title
