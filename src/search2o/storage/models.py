@@ -41,6 +41,7 @@ __all__ = [
     "EmbeddingVector",
     "Message",
     "RetrievalTrace",
+    "UTCDateTime",
     "User",
     "VectorSpace",
     "new_id",
@@ -90,6 +91,30 @@ class EmbeddingVector(TypeDecorator[np.ndarray]):
         return np.asarray(value, dtype=np.float32)
 
 
+class UTCDateTime(TypeDecorator[datetime]):
+    """An aware UTC timestamp on every backend.
+
+    PostgreSQL keeps ``timestamptz``; SQLite has no time zone type and hands back naive
+    values, which are UTC here because every write uses :func:`utcnow`. Reading attaches UTC,
+    so the API always sends ``...+00:00``.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Store aware values as UTC."""
+        if value is not None and value.tzinfo is not None:
+            return value.astimezone(UTC)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Attach UTC to naive values read back from SQLite."""
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
 class Base(DeclarativeBase):
     """Declarative base of every table."""
 
@@ -107,7 +132,7 @@ class User(Base):
     groups: Mapped[list[str]] = mapped_column(JSON, default=list)
     plan: Mapped[str] = mapped_column(String(16), default="free")
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     tokens: Mapped[list[ApiToken]] = relationship(
         back_populates="user", cascade="all, delete-orphan", passive_deletes=True
@@ -124,9 +149,9 @@ class ApiToken(Base):
     name: Mapped[str] = mapped_column(String(100), default="")
     prefix: Mapped[str] = mapped_column(String(16))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
     user: Mapped[User] = relationship(back_populates="tokens")
 
@@ -147,8 +172,8 @@ class Document(Base):
     size_bytes: Mapped[int] = mapped_column(Integer)
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     is_public: Mapped[bool] = mapped_column(Boolean, default=True, index=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     access: Mapped[list[DocumentAccess]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, lazy="selectin"
@@ -201,7 +226,7 @@ class VectorSpace(Base):
 
     model_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     dimension: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Counter(Base):
@@ -229,8 +254,8 @@ class Conversation(Base):
     title: Mapped[str] = mapped_column(Text, default="")
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     message_count: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    last_used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    last_used_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     messages: Mapped[list[Message]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="Message.seq"
@@ -258,8 +283,8 @@ class Message(Base):
     status: Mapped[str] = mapped_column(String(16), default="complete")
     searched: Mapped[bool] = mapped_column(Boolean, default=False)
     rating: Mapped[str | None] = mapped_column(String(8))
-    rated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    rated_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     trace: Mapped[RetrievalTrace | None] = relationship(
         cascade="all, delete-orphan", passive_deletes=True
