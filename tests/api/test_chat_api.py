@@ -228,13 +228,6 @@ def test_chat_streams_its_events_in_order(runtime: Runtime, api: httpx.Client) -
     assert answer["searched"] is True and answer["rating"] is None
 
 
-@pytest.mark.xfail(
-    reason="BUG: POST /v1/chat with stream=false returns a 200 whose body is the JSON object's "
-    "keys run together ('tool_callsconversation_idmessage_id...') with no content type: the "
-    "route declares response_class=StreamingResponse, so FastAPI streams the returned dict by "
-    "iterating it",
-    strict=True,
-)
 def test_json_mode_returns_the_whole_answer_as_one_body(
     runtime: Runtime, api: httpx.Client
 ) -> None:
@@ -635,11 +628,11 @@ def test_bad_chat_requests_name_the_field_and_change_nothing(
         ({"message": "", "conversation_id": conversation_id}, "message"),
         ({"message": "y" * (limit + 1), "conversation_id": conversation_id}, "message"),
     ]
-    for body in ours:
-        with api.stream("POST", "/v1/chat", json=body[0]) as response:
+    for bad, bad_field in ours:
+        with api.stream("POST", "/v1/chat", json=bad) as response:
             response.read()
             assert response.headers["content-type"] == "application/json"
-        assert_input_error(response, 422, body[1])
+        assert_input_error(response, 422, bad_field)
     schema = [  # refused by request validation
         ({}, "message"),
         ({"message": 5}, "message"),
@@ -706,6 +699,37 @@ def test_bad_conversation_and_rating_requests_name_the_field_and_change_nothing(
     assert after[1]["messages"][1]["rating"] == "up" and after[1]["pinned"] is False
 
 
+def test_a_huge_offset_is_refused_or_empty(runtime: Runtime, api: httpx.Client) -> None:
+    chat(api, "hello")
+    response = api.get(f"/v1/conversations?offset={10**20}")
+    if response.status_code == 422:
+        assert_input_error(response, 422, "offset")
+    else:
+        assert response.status_code == 200, response.text
+        assert response.json() == {"conversations": []}
+
+
+def _raw_json(client: httpx.Client, method: str, path: str, body: bytes) -> httpx.Response:
+    return client.request(method, path, content=body, headers={"content-type": "application/json"})
+
+
+def test_a_message_that_is_not_valid_unicode_is_refused(
+    runtime: Runtime, api: httpx.Client
+) -> None:
+    response = _raw_json(api, "POST", "/v1/chat", b'{"message": "a\\ud800b hello"}')
+    assert_input_error(response, 422, "message")
+    assert counts(runtime) == (0, 0, 0)
+
+
+def test_a_conversation_id_that_is_not_valid_unicode_is_missing(
+    runtime: Runtime, api: httpx.Client
+) -> None:
+    body = b'{"message": "hello", "conversation_id": "\\ud800"}'
+    response = _raw_json(api, "POST", "/v1/chat", body)
+    assert response.status_code == 404, response.text
+    assert counts(runtime) == (0, 0, 0)
+
+
 MISSING = ["0" * 32, "f" * 32, "not-an-id", "x" * 300, "%F0%9F%92%A5"]
 
 
@@ -729,35 +753,38 @@ def test_ids_that_do_not_exist_are_404_everywhere(runtime: Runtime, api: httpx.C
     assert counts(runtime) == before
 
 
-def test_nul_characters_are_refused_or_stored_never_an_internal_error(
-    request: pytest.FixtureRequest, runtime: Runtime, api: httpx.Client, database_url: str
-) -> None:
-    if database_url.startswith("postgresql"):
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="BUG (PostgreSQL): a U+0000 character in a conversation/message id or a "
-                "chat message reaches psycopg, which raises DataError ('PostgreSQL text fields "
-                "cannot contain NUL (0x00) bytes'); Database.session maps only OperationalError, "
-                "so the API answers 500 InternalError (ids) or starts the stream and ends it "
-                "with an InternalError event (message) instead of 404 / 422 naming `message`",
-                strict=True,
-            )
-        )
+def test_an_id_with_a_nul_character_is_just_missing(runtime: Runtime, api: httpx.Client) -> None:
     chat(api, "hello")
     before = counts(runtime)
-    for path in ("/v1/conversations/%00", "/v1/messages/a%00b/trace"):
-        assert api.get(path).status_code == 404
-    missing = api.post("/v1/chat", json={"message": "hi", "conversation_id": "\x00"})
-    assert missing.status_code == 404
+    for method, path, body in [
+        ("GET", "/v1/conversations/%00", None),
+        ("PATCH", "/v1/conversations/a%00", {"pinned": True}),
+        ("DELETE", "/v1/conversations/%00", None),
+        ("PUT", "/v1/messages/%00/rating", {"rating": "up"}),
+        ("GET", "/v1/messages/a%00b/trace", None),
+        ("POST", "/v1/chat", {"message": "hi", "conversation_id": "\x00"}),
+    ]:
+        response = api.request(method, path, json=body)
+        assert response.status_code == 404, (method, path, response.text)
+        assert response.json()["detail"]["error"] == "NotFoundError"
     assert counts(runtime) == before
-    with api.stream("POST", "/v1/chat", json={"message": "hello\x00 there"}) as response:
-        if response.status_code == 422:
-            response.read()
-            assert_input_error(response, 422, "message")
-            assert counts(runtime) == before
-            return
-        events = [f for f in frames(response) if f.kind != ":"]
-    assert [e.kind for e in events][-1] == "done", events[-1].data
+
+
+def test_a_message_with_a_nul_character_is_refused(runtime: Runtime, api: httpx.Client) -> None:
+    response = api.post("/v1/chat", json={"message": "hello\x00 there"})
+    assert_input_error(response, 422, "message")
+    assert "NUL" in response.json()["detail"]["reason"]
+    assert counts(runtime) == (0, 0, 0)
+
+
+def test_times_are_utc_with_an_offset_on_every_backend(runtime: Runtime, api: httpx.Client) -> None:
+    _, events = chat(api, "hello")
+    conversation = api.get(f"/v1/conversations/{events[0].data['conversation_id']}").json()
+    listed = api.get("/v1/conversations").json()["conversations"][0]
+    stamps = [conversation["created_at"], conversation["last_used_at"], listed["last_used_at"]]
+    stamps += [m["created_at"] for m in conversation["messages"]]
+    for stamp in stamps:
+        assert stamp.endswith(("Z", "+00:00")), stamp
 
 
 # ---------------------------------------------------------------------------------------------
@@ -794,6 +821,9 @@ def _probes(conversation_id: str, question_id: str, answer_id: str) -> list[tupl
         ("PUT", f"/v1/messages/{question_id}/rating", {"rating": "up"}),
         ("GET", f"/v1/messages/{answer_id}/trace", None),
         ("GET", f"/v1/messages/{question_id}/trace", None),
+        # bad bodies are refused before any lookup, for every id alike
+        ("PATCH", conversation, {"title": ""}),
+        ("PUT", f"/v1/messages/{answer_id}/rating", {"rating": "meh"}),
     ]
 
 
@@ -827,13 +857,13 @@ def test_another_users_conversation_is_answered_exactly_like_a_missing_one(
     before = counts(rt)
 
     foreign = _answers(client, probes, bob)
-    assert [status for status, _ in foreign] == [404] * len(probes)
-    assert all(body["detail"]["error"] == "NotFoundError" for _, body in foreign)
+    assert [status for status, _ in foreign] == [404] * 11 + [422] * 2
+    assert all(body["detail"]["error"] == "NotFoundError" for _, body in foreign[:11])
     as_admin = _answers(client, probes, admin)
     assert as_admin[9] == (200, ann_trace)  # admins may read the trace ...
     assert as_admin[10][0] == 404  # (a question has none)
     # ... but nothing else: every conversation and rating request is exactly what bob got
-    assert as_admin[:9] == foreign[:9]
+    assert as_admin[:9] == foreign[:9] and as_admin[11:] == foreign[11:]
 
     # nothing changed for ann
     assert counts(rt) == before

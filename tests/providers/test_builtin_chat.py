@@ -128,7 +128,7 @@ def test_a_faq_answer_inherits_its_questions_score(embedder: MemoEmbedder) -> No
         "keep a document private to one group",
         [(1, passage)],
     )
-    assert [s.text for s in scored][0] == "Ingest it with --group NAME."
+    assert scored[0].text == "Ingest it with --group NAME."
     assert all(not s.text.endswith("?") for s in scored)
 
 

@@ -127,13 +127,6 @@ def test_the_result_does_not_depend_on_how_the_stream_is_split(text: str) -> Non
         assert play(reg, [text[:cut], text[cut:]])[:2] == whole, cut
 
 
-@pytest.mark.xfail(
-    reason="BUG: CitationFilter.feed holds back an unfinished marker only while it is at most "
-    "21 characters long (_OPEN_TAIL = r'\\[[\\d,\\s]{0,20}$'); a longer marker streamed in "
-    "pieces is released unchecked, so an invalid number stays in the text and the sources "
-    "it cites are never reported",
-    strict=True,
-)
 def test_a_long_marker_streamed_token_by_token_is_still_checked() -> None:
     reg = registry(15)
     text = "Sources: [10, 11, 12, 13, 14, 99]."

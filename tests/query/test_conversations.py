@@ -93,7 +93,18 @@ def test_rename_and_pin_validate_before_changing_anything(runtime: Runtime) -> N
     both = runtime.conversations.update(me, conversation_id, title="Both", pinned=True)
     assert (both.title, both.pinned) == ("Both", True)
 
-    for bad in ["", "   ", "\n\t", "x" * 201, "bell\x07", "nul\x00", "escape\x1b[31m", "del\x7f"]:
+    for bad in [
+        "",
+        "   ",
+        "\n\t",
+        "x" * 201,
+        "bell\x07",
+        "nul\x00",
+        "escape\x1b[31m",
+        "del\x7f",
+        "unit\x1fsep",
+        "lone\ud800",
+    ]:
         with pytest.raises(InputError) as info:
             runtime.conversations.update(me, conversation_id, title=bad, pinned=False)
         assert info.value.field == "title", bad

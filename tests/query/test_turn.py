@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 import socket
-from typing import Any
+import threading
+from collections.abc import Generator
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import select
@@ -35,6 +37,7 @@ from tests.query.doubles import (
     answering,
     counts,
     ingest,
+    last_user,
     open_runtime,
     passages,
     pieces,
@@ -252,7 +255,7 @@ def test_several_tool_calls_run_concurrently_and_number_sources_per_document(
 ) -> None:
     ids = ingest(runtime, {**DOCS, "salaries.md": SALARIES})
     slow = SlowEmbedder(embedder, 0.4)
-    knowledge = KnowledgeStore(runtime.database, slow, runtime.settings.knowledge)  # type: ignore[arg-type]
+    knowledge = KnowledgeStore(runtime.database, slow, runtime.settings.knowledge)
     model = ScriptedChatModel(searching(_cite_all, _two_searches))
     turns = TurnEngine(runtime.database, knowledge, model, runtime.settings.chat)
     me = runtime.local_principal()
@@ -533,7 +536,9 @@ def test_stopping_the_stream_early_stores_an_interrupted_answer(runtime: Runtime
     ingest(runtime, {"parking.md": PARKING})
     model = ScriptedChatModel(searching("Bicycles go to the basement garage [1] and more words."))
     turns = engine(runtime, model)
-    stream = turns.run(turns.prepare(runtime.local_principal(), BIKES))
+    stream = cast(
+        Generator[TurnEvent, None, None], turns.run(turns.prepare(runtime.local_principal(), BIKES))
+    )
     received = []
     for event in stream:
         received.append(event)
@@ -577,3 +582,40 @@ def test_deleting_the_conversation_while_a_turn_runs_keeps_it_deleted(runtime: R
     assert counts(runtime) == (0, 0, 0)
     with runtime.database.session() as session:
         assert session.get(Conversation, conversation_id) is None
+
+
+def test_concurrent_follow_ups_on_one_conversation_take_distinct_positions(
+    runtime: Runtime,
+) -> None:
+    model = ScriptedChatModel(lambda m, t: pieces(f"Re: {last_user(m)}", pause=0.02))
+    turns = engine(runtime, model)
+    me = runtime.local_principal()
+    conversation_id = turns.ask(me, "Start")[0].data["conversation_id"]
+    barrier = threading.Barrier(4)
+    results: dict[int, list[TurnEvent]] = {}
+    failures: list[BaseException] = []
+
+    def follow_up(index: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[index] = turns.ask(me, f"follow-up {index}", conversation_id)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=follow_up, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not failures, failures
+
+    messages = stored_messages(runtime, conversation_id)
+    assert [m.seq for m in messages] == list(range(1, 11))
+    assert runtime.conversations.get(me, conversation_id).message_count == 10
+    by_id = {m.id: m for m in messages}
+    for index, events in results.items():
+        question = by_id[events[0].data["user_message_id"]]
+        answer = by_id[done(events)["message_id"]]
+        assert question.text == f"follow-up {index}"
+        assert answer.text == f"Re: follow-up {index}" == done(events)["text"]
+        assert question.seq < answer.seq

@@ -94,8 +94,10 @@ class CitationRegistry:
         return len(self._by_key)
 
 
-_MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
-_OPEN_TAIL = re.compile(r"\[[\d,\s]{0,20}$")
+_MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\s*\]")
+# An unfinished marker at the end of the text so far: held back until it closes, up to a length
+# no real marker reaches (then it is plain text, e.g. a long list of numbers in brackets).
+_OPEN_TAIL = re.compile(r"\[[\d,\s]{0,200}$")
 
 
 class CitationFilter:

@@ -8,6 +8,8 @@ too. Conversations are created only by a turn (:mod:`search2o.query.turn`), neve
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -33,6 +35,10 @@ __all__ = [
 Rating = Literal["up", "down"]
 MAX_TITLE_CHARS = 200
 MAX_PAGE = 200
+MAX_OFFSET = 1_000_000
+# Conversation and message ids are 32 lower-case hex digits (uuid4().hex). Anything else cannot
+# exist, so it is answered as missing without asking the database.
+_ID = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,8 @@ def owned_conversation(
         NotFoundError: it does not exist or belongs to someone else (same message).
 
     """
+    if not _ID.fullmatch(conversation_id):
+        raise _missing_conversation(conversation_id)
     row = session.get(Conversation, conversation_id)
     if row is None or row.user_id != principal.user_id:
         raise _missing_conversation(conversation_id)
@@ -117,13 +125,15 @@ def validate_title(title: str) -> str:
             (field ``title``).
 
     """
+    if any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\t\n\r" for c in title):
+        raise InputError("title", "must not contain control characters or invalid Unicode")
     text = " ".join(title.split())
     if not text:
         raise InputError("title", "must not be empty")
     if len(text) > MAX_TITLE_CHARS:
         raise InputError("title", f"is {len(text)} characters long; the limit is {MAX_TITLE_CHARS}")
     if not text.isprintable():
-        raise InputError("title", "must not contain control characters")
+        raise InputError("title", "must not contain control characters or invalid Unicode")
     return text
 
 
@@ -132,13 +142,19 @@ def append_message(session: Session, conversation: Conversation, **values: Any) 
 
     The position comes from an atomic ``UPDATE ... RETURNING`` of ``message_count``, so two
     turns appending to one conversation at once never take the same position.
+
+    Raises:
+        NotFoundError: the conversation was deleted meanwhile.
+
     """
     seq = session.execute(
         update(Conversation)
         .where(Conversation.id == conversation.id)
         .values(message_count=Conversation.message_count + 1, last_used_at=utcnow())
         .returning(Conversation.message_count)
-    ).scalar_one()
+    ).scalar_one_or_none()
+    if seq is None:
+        raise _missing_conversation(conversation.id)
     message = Message(conversation_id=conversation.id, seq=seq, **values)
     session.add(message)
     session.flush()
@@ -162,13 +178,13 @@ class Conversations:
         """Return the caller's conversations: pinned first, then most recently used first.
 
         Raises:
-            InputError: ``limit`` outside 1..200 or ``offset`` negative.
+            InputError: ``limit`` outside 1..200 or ``offset`` outside 0..1,000,000.
 
         """
         if not 1 <= limit <= MAX_PAGE:
             raise InputError("limit", f"must be between 1 and {MAX_PAGE}, got {limit}")
-        if offset < 0:
-            raise InputError("offset", f"must not be negative, got {offset}")
+        if not 0 <= offset <= MAX_OFFSET:
+            raise InputError("offset", f"must be between 0 and {MAX_OFFSET}, got {offset}")
         with self._db.session() as session:
             rows = session.scalars(
                 select(Conversation)
@@ -256,6 +272,8 @@ class Conversations:
             session.execute(delete(Conversation).where(Conversation.id == row.id))
 
     def _owned_message(self, session: Session, principal: Principal, message_id: str) -> Message:
+        if not _ID.fullmatch(message_id):
+            raise _missing_message(message_id)
         message = session.get(Message, message_id)
         if message is None:
             raise _missing_message(message_id)
@@ -293,7 +311,7 @@ class Conversations:
         """
         with self._db.session() as session:
             if principal.is_admin:
-                message = session.get(Message, message_id)
+                message = session.get(Message, message_id) if _ID.fullmatch(message_id) else None
                 if message is None:
                     raise _missing_message(message_id)
             else:

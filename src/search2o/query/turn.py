@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import logging
 import time
+import unicodedata
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import select
+
 from search2o.accounts import Principal
 from search2o.config import ChatSettings
-from search2o.errors import InputError, Search2oError
+from search2o.errors import InputError, NotFoundError, Search2oError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import ChatMessage, ChatModel, TextDelta, ToolCall
 from search2o.query.citations import CitationFilter, CitationRegistry
@@ -116,14 +119,18 @@ class TurnEngine:
         """Validate a turn request without writing anything.
 
         Raises:
-            InputError: the message is empty or longer than ``chat.max_message_chars``
-                (field ``message``).
+            InputError: the message is empty, longer than ``chat.max_message_chars``, holds a
+                NUL character or invalid Unicode (field ``message``).
             NotFoundError: ``conversation_id`` is missing or another user's.
 
         """
         text = message.strip()
         if not text:
             raise InputError("message", "must not be empty")
+        if "\x00" in text:
+            raise InputError("message", "must not contain NUL characters")
+        if any(unicodedata.category(c) == "Cs" for c in text):
+            raise InputError("message", "is not valid Unicode (a lone surrogate code point)")
         limit = self._settings.max_message_chars
         if len(text) > limit:
             raise InputError("message", f"is {len(text)} characters long; the limit is {limit}")
@@ -221,13 +228,21 @@ class TurnEngine:
             else:
                 conversation = owned_conversation(session, turn.principal, turn.conversation_id)
                 created = False
-            earlier = [
-                ChatMessage(m.role, m.text)  # type: ignore[arg-type]
-                for m in conversation.messages
-                if m.text and m.role in ("user", "assistant")
-            ]
+            history: list[ChatMessage] = []
             limit = self._settings.history_messages
-            history = earlier[-limit:] if limit else []
+            if not created and limit:
+                # Only the last `limit` messages are read, however long the conversation.
+                rows = session.scalars(
+                    select(Message)
+                    .where(
+                        Message.conversation_id == conversation.id,
+                        Message.role.in_(("user", "assistant")),
+                        Message.text != "",
+                    )
+                    .order_by(Message.seq.desc())
+                    .limit(limit)
+                ).all()
+                history = [ChatMessage(m.role, m.text) for m in reversed(rows)]  # type: ignore[arg-type]
             user_message = append_message(
                 session, conversation, role="user", text=turn.message, agent=turn.agent
             )
@@ -354,9 +369,22 @@ class TurnEngine:
         status: str,
     ) -> str | None:
         trace["status"] = status
+        try:
+            return self._append_answer(turn, conversation_id, state, trace, status)
+        except NotFoundError:  # deleted while the turn ran: it stays deleted
+            return None
+
+    def _append_answer(
+        self,
+        turn: PreparedTurn,
+        conversation_id: str,
+        state: _AnswerState,
+        trace: dict[str, Any],
+        status: str,
+    ) -> str | None:
         with self._db.session() as session:
             conversation = session.get(Conversation, conversation_id)
-            if conversation is None:  # deleted while the turn ran: it stays deleted
+            if conversation is None:
                 return None
             message = append_message(
                 session,

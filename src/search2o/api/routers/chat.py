@@ -71,7 +71,7 @@ Example:
     description=DESCRIPTION,
     responses={
         200: {
-            "description": "an event stream, or one JSON body with `\"stream\": false`",
+            "description": 'an event stream, or one JSON body with `"stream": false`',
             "content": {"text/event-stream": {"example": _EXAMPLE}, "application/json": {}},
         }
     },
