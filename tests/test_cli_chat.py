@@ -80,6 +80,12 @@ def test_ask_json_prints_every_event(cli: Cli) -> None:
     assert [c["title"] for c in done["citations"]] == ["Parking"]
 
 
+def test_ask_json_is_valid_json_at_any_terminal_width(cli: Cli) -> None:
+    cli.env["COLUMNS"] = "30"
+    events = json.loads(out(cli.ok("ask", "where can I leave my bicycle?", "--json")))
+    assert events[-1]["event"] == "done"
+
+
 def test_ask_refuses_bad_input_with_one_line(cli: Cli) -> None:
     assert error_line(cli("ask", "   "), 2) == "error: message: must not be empty"
     missing = error_line(cli("ask", "hello?", "--conversation", "0" * 32), 1)
@@ -120,6 +126,81 @@ def test_chat_commands_and_continuation_across_invocations(cli: Cli) -> None:
     opened = out(cli.ok("chat", input=f"/open {ids[1]}\n"))
     assert "opened: where can I leave my bicycle?" in opened
     assert "assistant: Bicycles are parked" in opened
+
+
+def _serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCH2O_")}
+    env.update(SEARCH2O_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", NO_COLOR="1")
+    env.update(extra)
+    return env
+
+
+def _start(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start ``search2o serve ARGS`` and return the process and its first two lines."""
+    proc = subprocess.Popen(
+        [str(SCRIPT), "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    return proc, [proc.stdout.readline(), proc.stdout.readline()]
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _wait_for(port: int, token: str | None = None) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/v1/conversations", headers=headers)
+        except httpx.ConnectError:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_token_mode_revokes_the_token_a_local_mode_start_printed(tmp_path: Path) -> None:
+    port = _free_port()
+    proc, lines = _start(_serve_env(tmp_path), "--port", str(port))
+    try:
+        token = re.search(r"(s2o_\S+)", lines[1])
+        assert token is not None
+        assert _wait_for(port, token.group(1)).status_code == 200
+    finally:
+        _stop(proc)
+    proc, lines = _start(_serve_env(tmp_path, SEARCH2O_AUTH_MODE="token"), "--port", str(port))
+    try:
+        assert lines[1].startswith("token mode: every request needs")
+        assert lines[1].rstrip().endswith("1 local-mode serve token(s) revoked")
+        assert _wait_for(port, token.group(1)).status_code == 401
+    finally:
+        _stop(proc)
+
+
+def test_serve_refuses_a_busy_port_before_printing_a_url(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [str(SCRIPT), "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            env=_serve_env(tmp_path),
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"error: port: cannot listen on 127.0.0.1:{port}: ")
 
 
 def _free_port() -> int:

@@ -32,6 +32,7 @@ __all__ = [
     "normalize_email",
     "normalize_groups",
     "replace_token",
+    "revoke_named_tokens",
     "revoke_token",
 ]
 
@@ -219,16 +220,22 @@ def issue_token(session: Session, user: User, name: str = "") -> str:
     return secret
 
 
+def revoke_named_tokens(session: Session, user: User, name: str) -> int:
+    """Revoke ``user``'s active tokens called ``name``; return how many were revoked."""
+    result = session.execute(
+        update(ApiToken)
+        .where(ApiToken.user_id == user.id, ApiToken.name == name, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 def replace_token(session: Session, user: User, name: str) -> str:
     """Revoke ``user``'s active tokens called ``name`` and issue a new one; return its secret.
 
     ``search2o serve`` uses this to print a fresh token at each start without piling up old ones.
     """
-    session.execute(
-        update(ApiToken)
-        .where(ApiToken.user_id == user.id, ApiToken.name == name, ApiToken.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-    )
+    revoke_named_tokens(session, user, name)
     return issue_token(session, user, name)
 
 

@@ -18,7 +18,8 @@ __all__ = ["JsonFormatter", "configure_logging"]
 class JsonFormatter(logging.Formatter):
     """Format a record as one JSON line: ``ts``, ``level``, ``logger``, ``event`` + its fields.
 
-    Fields come from ``extra={"fields": {...}}``; exceptions add ``error`` (type and message).
+    Fields come from ``extra={"fields": {...}}``; exceptions add ``error`` (type and message)
+    and ``traceback`` (the formatted stack, one string).
     """
 
     def format(self, record: logging.LogRecord) -> str:
@@ -36,6 +37,7 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             payload["error"] = f"{type(exc).__name__}: {exc}"
+            payload["traceback"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
 
 

@@ -721,12 +721,24 @@ def test_a_message_that_is_not_valid_unicode_is_refused(
     assert counts(runtime) == (0, 0, 0)
 
 
-def test_a_conversation_id_that_is_not_valid_unicode_is_missing(
+def test_a_conversation_id_that_is_not_valid_unicode_is_refused(
     runtime: Runtime, api: httpx.Client
 ) -> None:
     body = b'{"message": "hello", "conversation_id": "\\ud800"}'
     response = _raw_json(api, "POST", "/v1/chat", body)
-    assert response.status_code == 404, response.text
+    assert_input_error(response, 422, "conversation_id")
+    assert counts(runtime) == (0, 0, 0)
+
+
+def test_a_body_that_is_not_json_names_the_body(runtime: Runtime, api: httpx.Client) -> None:
+    response = _raw_json(api, "POST", "/v1/chat", b'{"message": "hello"')
+    assert_input_error(response, 422, "body")
+    assert counts(runtime) == (0, 0, 0)
+
+
+def test_an_overlong_conversation_id_is_refused(runtime: Runtime, api: httpx.Client) -> None:
+    response = api.post("/v1/chat", json={"message": "hi", "conversation_id": "a" * 65})
+    assert_input_error(response, 422, "conversation_id")
     assert counts(runtime) == (0, 0, 0)
 
 
@@ -748,6 +760,9 @@ def test_ids_that_do_not_exist_are_404_everywhere(runtime: Runtime, api: httpx.C
             assert response.status_code == 404, (method, path, response.text)
             assert response.json()["detail"]["error"] == "NotFoundError"
         response = api.post("/v1/chat", json={"message": "hi", "conversation_id": missing})
+        if len(missing) > 64:  # longer than any id could be: a bad request, not a lookup
+            assert_input_error(response, 422, "conversation_id")
+            continue
         assert response.status_code == 404, response.text
         assert response.json()["detail"]["message"].startswith("conversation ")
     assert counts(runtime) == before

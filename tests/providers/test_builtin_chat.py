@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from search2o.config import ChatSettings
@@ -57,8 +59,8 @@ def test_anything_beyond_small_talk_searches(message: str) -> None:
     assert not is_small_talk(message)
 
 
-def test_empty_or_punctuation_only_message_is_not_small_talk() -> None:
-    assert small_talk_kind("?!") is None
+def test_a_punctuation_only_message_asks_what_the_user_wants() -> None:
+    assert small_talk_kind("?!") == "empty"
 
 
 def test_a_standalone_question_is_its_own_query() -> None:
@@ -207,3 +209,80 @@ def test_title_is_the_first_message_cut_at_a_word(embedder: MemoEmbedder) -> Non
     long = "word " * 40
     title = model.write_title(long)
     assert len(title) <= 80 and title.endswith("…") and "  " not in title
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("lol", "ack"),
+        ("👍", "ack"),
+        ("yes", "ack"),
+        ("hey, quick question", "preface"),
+        ("?", "empty"),
+        ("...", "empty"),
+    ],
+)
+def test_more_small_talk_needs_no_search(message: str, kind: str) -> None:
+    assert small_talk_kind(message) == kind
+
+
+def test_a_long_question_with_its_own_pronoun_stands_alone() -> None:
+    query = self_contained_query(
+        ["What is Queenbee?", "What is Grafana used for and is it for monitoring?"]
+    )
+    assert "Queenbee" not in query
+    assert "Queenbee" in self_contained_query(["What is Queenbee?", "is it old?"])
+
+
+def test_a_turn_answered_not_found_lends_no_subject() -> None:
+    messages = ["What is the wifi password?", "what about vacation days?"]
+    assert "wifi" in self_contained_query(messages)
+    assert self_contained_query(messages, frozenset({0})) == "what about vacation days?"
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if c != " " else c for c in text)
+
+
+def test_the_query_is_normalised_and_capped() -> None:
+    assert self_contained_query([_full_width("how many vacation days")]) == "how many vacation days"
+    long = "vacation " * 300
+    query = self_contained_query([long])
+    assert len(query) <= 1000 and query.endswith("vacation")
+
+
+def test_abbreviations_do_not_end_sentences_and_split_brackets_are_balanced() -> None:
+    text = "It installs apps (e.g. EncryptMe) on every laptop. (Kandji is not a panopticon.)"
+    assert split_sentences(text) == [
+        "It installs apps (e.g. EncryptMe) on every laptop.",
+        "(Kandji is not a panopticon.)",
+    ]
+
+
+def test_the_same_sentence_in_several_passages_is_quoted_once(embedder: MemoEmbedder) -> None:
+    same = "The company pays 100% of the premium for dental coverage."
+    passages = [Passage(1, "Dental", "d.md", same), Passage(2, "Vision", "v.md", same)]
+    answer = _answer(
+        _model(embedder, not_found_score=-1.0), "Who pays the dental premium?", passages
+    )
+    assert answer.count(same) == 1
+
+
+def test_a_failed_search_is_said_not_hidden_as_not_found(embedder: MemoEmbedder) -> None:
+    call = ToolCall("call_1", "search_knowledge", {"query": "x"})
+    messages = [
+        ChatMessage("user", "What is Queenbee?"),
+        ChatMessage("assistant", "", tool_calls=[call]),
+        ChatMessage("tool", "error: the database is unreachable", tool_call_id="call_1"),
+    ]
+    text = _text(list(_model(embedder).stream(messages, [])))
+    assert text == "I could not search the knowledge base: the database is unreachable"
+
+
+def test_sentence_scoring_is_safe_across_threads(embedder: MemoEmbedder) -> None:
+    texts = [f"Employees get {n} vacation days and roll over {n + 7} of them." for n in range(40)]
+    serial = [sorted(content_stems(t, compounds=True)) for t in texts]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(5):
+            parallel = list(pool.map(lambda t: sorted(content_stems(t, compounds=True)), texts))
+            assert parallel == serial

@@ -16,18 +16,20 @@ def registry(count: int) -> CitationRegistry:
 
 
 def play(reg: CitationRegistry, stream: list[str]) -> tuple[str, list[int], list[list[int]]]:
-    """Feed ``stream``; return the text sent, the numbers used, and the fresh numbers per piece."""
+    """Feed ``stream``; return the text sent, the retrieval numbers used (in order of first use),
+    and the fresh retrieval numbers per piece. Shown numbers are 1, 2, ... in that order."""
     filt = CitationFilter(reg)
     sent = []
     fresh_per_piece = []
     for piece in stream:
         text, fresh = filt.feed(piece)
         sent.append(text)
-        fresh_per_piece.append([c.number for c in fresh])
+        fresh_per_piece.append([c.retrieval_number or 0 for c in fresh])
     tail, fresh = filt.finish()
     sent.append(tail)
-    fresh_per_piece.append([c.number for c in fresh])
-    return "".join(sent), [c.number for c in filt.used], fresh_per_piece
+    fresh_per_piece.append([c.retrieval_number or 0 for c in fresh])
+    assert [c.number for c in filt.used] == list(range(1, len(filt.used) + 1))
+    return "".join(sent), [c.retrieval_number or 0 for c in filt.used], fresh_per_piece
 
 
 def test_registry_numbers_each_source_once_and_merges_its_chunks() -> None:
@@ -44,9 +46,11 @@ def test_registry_numbers_each_source_once_and_merges_its_chunks() -> None:
     assert first.chunk_ids == [70, 71] and first.document_id == 7
     assert first.to_dict() == {
         "number": 1,
+        "retrieval_number": 1,
         "title": "Vacation",
         "source": "a.md",
         "heading_path": [],
+        "headings": [],
         "document_id": 7,
         "chunk_ids": [70, 71],
         "url": None,
@@ -71,7 +75,7 @@ def test_marker_split_across_pieces_is_held_back_then_kept() -> None:
     ("stream", "expected", "used"),
     [
         (["See [1, 2]."], "See [1][2].", [1, 2]),
-        (["See [2,1]."], "See [2][1].", [2, 1]),
+        (["See [2,1]."], "See [1][2].", [2, 1]),  # shown in order of first use
         (["See [1", ", ", "2]."], "See [1][2].", [1, 2]),
         (["See [1][2]."], "See [1][2].", [1, 2]),
         (["Mars has canals [99]."], "Mars has canals .", []),
@@ -94,7 +98,8 @@ def test_markers_are_checked_against_the_registry(
 
 def test_each_source_is_reported_once_on_first_use() -> None:
     text, used, fresh = play(registry(3), ["A [2].", " B [1].", " C [2][1].", " D [3, 2]."])
-    assert text == "A [2]. B [1]. C [2][1]. D [3][2]."
+    # shown numbers follow first use: retrieval 2 is shown as [1], 1 as [2], 3 as [3]
+    assert text == "A [1]. B [2]. C [1][2]. D [3][1]."
     assert used == [2, 1, 3]
     assert fresh == [[2], [1], [], [3], []]
 
@@ -131,8 +136,20 @@ def test_a_long_marker_streamed_token_by_token_is_still_checked() -> None:
     reg = registry(15)
     text = "Sources: [10, 11, 12, 13, 14, 99]."
     whole = play(reg, [text])
-    assert whole[:2] == ("Sources: [10][11][12][13][14].", [10, 11, 12, 13, 14])
+    assert whole[:2] == ("Sources: [1][2][3][4][5].", [10, 11, 12, 13, 14])
     tokens = ["Sources", ":", " [", "10", ",", " ", "11", ",", " ", "12", ",", " ", "13", ","]
     tokens += [" ", "14", ",", " ", "99", "]."]
     assert "".join(tokens) == text
     assert play(reg, tokens)[:2] == whole[:2]
+
+
+def test_a_citation_lists_every_heading_its_chunks_sit_under() -> None:
+    reg = CitationRegistry()
+    for chunk_id, path in [(1, ["Benefits", "PTO"]), (2, ["Benefits", "Sabbatical"]), (3, [])]:
+        reg.register("doc:1", title="B", source="b.md", heading_path=path, chunk_id=chunk_id)
+    reg.register("doc:1", title="B", source="b.md", heading_path=["Benefits", "PTO"], chunk_id=4)
+    cited = reg.get(1)
+    assert cited is not None
+    assert cited.heading_path == ["Benefits", "PTO"]
+    assert cited.headings == [["Benefits", "PTO"], ["Benefits", "Sabbatical"]]
+    assert cited.chunk_ids == [1, 2, 3, 4]

@@ -25,7 +25,9 @@ class ChatRequest(BaseModel):
 
     message: StrictStr = Field(description="the user's message; not empty, at most 8000 chars")
     conversation_id: StrictStr | None = Field(
-        default=None, description="continue this conversation; omit to start a new one"
+        default=None,
+        max_length=64,
+        description="continue this conversation; omit to start a new one",
     )
     stream: StrictBool = Field(
         default=True,

@@ -66,7 +66,11 @@ async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
     first = problems[0] if problems else {"loc": ("body",), "msg": "invalid request"}
     loc = [str(p) for p in first.get("loc", ())]
     # The first element says where the value was (body, query, path, header); the rest names it.
-    field = ".".join(loc[1:]) or (loc[0] if loc else "body")
+    # A body that is not JSON at all has a character position there, not a field.
+    if first.get("type") == "json_invalid":
+        field = "body"
+    else:
+        field = ".".join(loc[1:]) or (loc[0] if loc else "body")
     body = {
         "error": "InputError",
         "message": f"{field}: {first.get('msg', 'invalid')}",

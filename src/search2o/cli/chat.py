@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -43,7 +44,8 @@ def print_turn(events: Iterator[TurnEvent]) -> dict[str, Any]:
             last.update(event.data, kind=event.kind)
     console.print()
     for c in citations:
-        where = " > ".join([c["source"], *c["heading_path"]])
+        sections = "; ".join(" > ".join(h) for h in c.get("headings") or [c["heading_path"]] if h)
+        where = f"{c['source']} > {sections}" if sections else c["source"]
         console.print(Text(f"[{c['number']}] {c['title']} — {where}", style="cyan"))
     if last.get("kind") == "error":
         err_console.print(Text.assemble(("error:", "red"), " ", str(last.get("message", ""))))
@@ -67,7 +69,8 @@ def ask(
         turn = runtime.turns.prepare(principal, question, conversation)
         if as_json:
             events = [{"event": e.kind, "data": e.data} for e in runtime.turns.run(turn)]
-            console.print(json.dumps(events, indent=2, default=str))
+            # Plain stdout, not the console: JSON must never be wrapped at the terminal width.
+            sys.stdout.write(json.dumps(events, indent=2, default=str) + "\n")
             failed = events[-1]["event"] == "error"
         else:
             last = print_turn(runtime.turns.run(turn))

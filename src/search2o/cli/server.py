@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from pathlib import Path
 from typing import Annotated
@@ -9,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from search2o.accounts import ensure_user, replace_token
+from search2o.accounts import ensure_user, replace_token, revoke_named_tokens
 from search2o.cli.chat import print_turn
 from search2o.cli.common import console, handle_errors, open_runtime, settings
 from search2o.cli.knowledge import run_ingest
@@ -51,6 +52,7 @@ def serve(
     for path in ingest or []:
         if not path.exists():
             raise InputError("ingest", f"{path} does not exist")
+    _check_port_free(chosen.host, chosen.port)
     app = create_app(chosen)
     runtime = app.state.runtime
     if ingest:
@@ -68,11 +70,34 @@ def serve(
             soft_wrap=True,
         )
     else:
+        # A token printed by an earlier local-mode start must not carry local admin rights
+        # into token mode.
+        with runtime.database.session() as session:
+            user = ensure_user(session, chosen.local_user_email, is_admin=True)
+            revoked = revoke_named_tokens(session, user, "serve")
         console.print(
             "token mode: every request needs `Authorization: Bearer <token>` "
             "(search2o users add EMAIL prints one)"
+            + (f"; {revoked} local-mode serve token(s) revoked" if revoked else ""),
+            soft_wrap=True,
         )
     uvicorn.run(app, host=chosen.host, port=chosen.port, log_config=None)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse to start when the address is taken, before printing a URL that would not work.
+
+    Raises:
+        InputError: another process listens on ``host:port`` (field ``port``).
+
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InputError("port", f"cannot listen on {host}:{port}: {exc.strerror}") from exc
 
 
 @handle_errors

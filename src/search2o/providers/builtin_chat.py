@@ -22,6 +22,7 @@ queries' words. Plug in a real model for those (``docs/query-engine.md``).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 
 from search2o.config import ChatSettings
@@ -57,7 +58,11 @@ _SMALL_TALK: dict[str, tuple[str, ...]] = {
     "ack": (
         r"(ok|okay|k|cool|great|nice|perfect|awesome|got it|understood|sounds good|makes sense|"
         r"i see|alright|all right|good|excellent|wow|interesting|that helps|that's helpful|"
-        r"very helpful|helpful)",
+        r"very helpful|helpful|lol|haha|hah|yes|yeah|yep|no|nope|sure|fine|oh|ah|hmm|right)",
+    ),
+    "preface": (
+        r"(quick question|a quick question|i have a question|question|can i ask you something|"
+        r"can you help me|can you help|i need help)",
     ),
     "goodbye": (r"(bye|goodbye|bye bye|see you|see ya|later|good night|have a (good|nice) day)",),
     "wellbeing": (r"(how are you|how are you doing|how's it going|how is it going|what's up)",),
@@ -72,6 +77,8 @@ _REPLIES = {
     "with sources.",
     "thanks": "You're welcome! Ask me anything else.",
     "ack": "Glad that helps. Anything else?",
+    "preface": "Sure, what would you like to know?",
+    "empty": "What would you like to know? Ask me about anything in your documents.",
     "goodbye": "Goodbye!",
     "wellbeing": "I'm doing well, thank you. What would you like to know?",
     "identity": "I'm search2o's built-in assistant. I answer questions from your knowledge base "
@@ -90,6 +97,8 @@ _QUESTION_WORDS = frozenset(
     "how many much what which who when where why does do is are can".split()  # noqa: SIM905
 )
 _SUBJECT_WORDS = 8
+_SHORT = 2  # content words of a message short enough for a pronoun to point back
+_MAX_QUERY_CHARS = 1000
 # Score margins below the best sentence (score = cosine + keyword share; see sentences.py),
 # set on the handbook evaluation set (bench/qa_eval.py).
 _MARGIN = 0.1
@@ -102,7 +111,10 @@ def small_talk_kind(message: str) -> str | None:
     The whole message must be small talk: every phrase (split at punctuation) matches a pattern;
     "thanks, and how many can roll over?" is a question.
     """
-    phrases = [p.strip() for p in re.split(r"[,.!?;:]+", message.lower().replace("\u2019", "'"))]
+    text = unicodedata.normalize("NFKC", message).lower().replace("\u2019", "'")
+    if not any(c.isalnum() for c in text):  # "?", "👍", "..."
+        return "ack" if text.strip() and not set(text.strip()) <= set("?.!") else "empty"
+    phrases = [p.strip() for p in re.split(r"[,.!?;:]+", text)]
     phrases = [_NORMALISE.sub("", p).strip() for p in phrases if p.strip()]
     kinds: list[str] = []
     for phrase in phrases:
@@ -126,9 +138,14 @@ def _is_elliptical(message: str) -> bool:
     if _CONNECTIVE.match(text):
         return True
     words = re.findall(r"[a-z']+", text)
-    if any(w in _ANAPHORA for w in words):
+    content = content_stems(
+        " ".join(w for w in words if w not in _QUESTION_WORDS and w not in _ANAPHORA)
+    )
+    # A pronoun makes a short message a follow-up ("is it paid?"); a long question with a
+    # pronoun of its own ("what is Grafana and is it for monitoring?") stands alone.
+    if len(content) <= _SHORT and any(w in _ANAPHORA for w in words):
         return True
-    return not content_stems(" ".join(w for w in words if w not in _QUESTION_WORDS))
+    return not content
 
 
 def _subject(query: str) -> list[str]:
@@ -142,12 +159,15 @@ def _subject(query: str) -> list[str]:
     return list(seen.values())[:_SUBJECT_WORDS]
 
 
-def self_contained_query(user_messages: list[str]) -> str:
+def self_contained_query(user_messages: list[str], unanswered: frozenset[int] = frozenset()) -> str:
     """Return a search query for the last of ``user_messages`` that stands on its own.
 
     Earlier messages are resolved first, in order, so a chain of follow-ups keeps the subject of
-    the first question. Small-talk messages are skipped. An elliptical message (see the module
-    docstring) gets the subject words of the previous query that are not already in it.
+    the first question. Small-talk messages, and those whose index is in ``unanswered`` (their
+    answer was "not found": a dead end is no subject), are skipped. An elliptical message (see
+    the module docstring) gets the subject words of the previous query that are not already in
+    it. Text is NFKC-normalised (full-width letters become ASCII) and the query is cut at a word
+    before 1,000 characters.
 
     Raises:
         ValueError: ``user_messages`` is empty.
@@ -156,14 +176,17 @@ def self_contained_query(user_messages: list[str]) -> str:
     if not user_messages:
         raise ValueError("user_messages must not be empty")
     previous: str | None = None
-    for message in user_messages[:-1]:
-        if not is_small_talk(message):
+    for index, message in enumerate(user_messages[:-1]):
+        if index not in unanswered and not is_small_talk(message):
             previous = _resolve(message, previous)
-    return _resolve(user_messages[-1], previous)
+    query = _resolve(user_messages[-1], previous)
+    if len(query) > _MAX_QUERY_CHARS:
+        query = query[:_MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+    return query
 
 
 def _resolve(message: str, previous: str | None) -> str:
-    text = " ".join(message.split())
+    text = " ".join(unicodedata.normalize("NFKC", message).split())
     if previous is None or not _is_elliptical(text):
         return text
     own = content_stems(text)
@@ -212,6 +235,7 @@ class BuiltinChatModel:
         users = [m.content for m in messages if m.role == "user"]
         if not users:
             raise ValueError("messages must contain a user message")
+        unanswered = _unanswered(messages)
         if messages[-1].role == "tool":
             yield from _words(self._answer(messages, users[-1]))
             return
@@ -223,15 +247,23 @@ class BuiltinChatModel:
         if "search_knowledge" not in names and "web_search" not in names:
             yield from _words(NO_DOCUMENTS)
             return
-        query = self_contained_query(users)
+        query = self_contained_query(users, unanswered)
         for index, name in enumerate(n for n in ("search_knowledge", "web_search") if n in names):
             yield ToolCall(id=f"call_{index + 1}", name=name, arguments={"query": query})
 
     def _answer(self, messages: list[ChatMessage], question: str) -> str:
         calls = [call for m in messages if m.role == "assistant" for call in m.tool_calls]
         query = str(calls[-1].arguments.get("query", question)) if calls else question
-        passages = [p for m in messages if m.role == "tool" for p in m.passages]
-        scored = self._scorer.score(query, question, [(p.number, p.text) for p in passages])
+        results = [m for m in messages if m.role == "tool"]
+        passages = [p for m in results if not m.content.startswith("error:") for p in m.passages]
+        failures = [
+            m.content.removeprefix("error:").strip()
+            for m in results
+            if m.content.startswith("error:")
+        ]
+        if failures and len(failures) == len(results):
+            return f"I could not search the knowledge base: {failures[0]}"
+        scored = self._scorer.score(query, question, list(enumerate(p.text for p in passages)))
         if not scored or scored[0].score < self._threshold:
             return NOT_FOUND
         best = scored[0]
@@ -242,19 +274,34 @@ class BuiltinChatModel:
             neighbours = [
                 s
                 for s in scored
-                if s.number == best.number
+                if s.passage == best.passage
                 and abs(s.position - best.position) == 1
                 and s.score >= best.score - _NEIGHBOUR_MARGIN
                 and s not in chosen
             ]
             chosen.extend(neighbours[:1])
-        chosen.sort(key=lambda s: (s.number, s.position))
+        # Document order: by source (citation number), then passage, then place in the passage.
+        chosen.sort(key=lambda s: (passages[s.passage].number, s.passage, s.position))
         # One marker after each run of sentences from the same source.
         parts = []
         for index, sentence in enumerate(chosen):
-            last = index + 1 == len(chosen) or chosen[index + 1].number != sentence.number
-            parts.append(f"{sentence.text} [{sentence.number}]" if last else sentence.text)
+            number = passages[sentence.passage].number
+            following = chosen[index + 1] if index + 1 < len(chosen) else None
+            last = following is None or passages[following.passage].number != number
+            parts.append(f"{sentence.text} [{number}]" if last else sentence.text)
         return " ".join(parts)
+
+
+def _unanswered(messages: list[ChatMessage]) -> frozenset[int]:
+    """Indexes (among user messages) of the turns whose answer was "not found"."""
+    indexes = set()
+    user_index = -1
+    for message in messages:
+        if message.role == "user":
+            user_index += 1
+        elif message.role == "assistant" and message.content == NOT_FOUND:
+            indexes.add(user_index)
+    return frozenset(indexes)
 
 
 def build(settings: ChatSettings, embedder: Embedder) -> BuiltinChatModel:

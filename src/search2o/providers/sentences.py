@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -36,11 +36,20 @@ _BLOCK_START = re.compile(r"^\s*(?:[-+*•]\s|\d+[.)]\s|#|\||>)")
 _BULLET = re.compile(r"^\s*(?:[-+•]|\d+[.)])\s+")
 _WORD = re.compile("[a-z0-9$%]+(?:['\u2019][a-z]+)?")
 _MIN_WORDS = 4
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|U\.S)\.)$", re.IGNORECASE
+)
 
 
-@lru_cache(maxsize=1)
+_LOCAL = threading.local()
+
+
 def _stemmer() -> snowballstemmer.Stemmer:
-    return snowballstemmer.stemmer("porter")
+    # A Snowball stemmer keeps state while it stems: one per thread (turns run concurrently).
+    stemmer: snowballstemmer.Stemmer | None = getattr(_LOCAL, "stemmer", None)
+    if stemmer is None:
+        stemmer = _LOCAL.stemmer = snowballstemmer.stemmer("porter")
+    return stemmer
 
 
 def content_stems(text: str, *, compounds: bool = False) -> set[str]:
@@ -79,6 +88,15 @@ def _segments(text: str) -> list[str]:
     return segments
 
 
+def _balance(sentence: str) -> str:
+    """Drop a bracket left open or closed by the split: "(Kandji is ...)" cut in two."""
+    if sentence.count("(") < sentence.count(")") and sentence.endswith(")"):
+        sentence = sentence[:-1]
+    if sentence.count("(") > sentence.count(")") and sentence.startswith("("):
+        sentence = sentence[1:]
+    return sentence
+
+
 def split_sentences(text: str) -> list[str]:
     """Split passage text into readable sentences, Markdown links and emphasis removed.
 
@@ -90,8 +108,15 @@ def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     for segment in _segments(_LINK.sub(r"\1", text)):
         plain = _MARKUP.sub("", _BULLET.sub("", segment))
+        pieces: list[str] = []
         for piece in _SPLIT.split(plain):
-            line = re.sub(r"\s+", " ", piece).strip()
+            # "e.g. Kandji" is not a sentence end: glue the piece back to the one before.
+            if pieces and _ABBREVIATION.search(pieces[-1]):
+                pieces[-1] = f"{pieces[-1]} {piece}"
+            else:
+                pieces.append(piece)
+        for piece in pieces:
+            line = _balance(re.sub(r"\s+", " ", piece).strip())
             if len(line.split()) >= _MIN_WORDS:
                 sentences.append(line)
     return sentences
@@ -99,9 +124,9 @@ def split_sentences(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class ScoredSentence:
-    """A sentence of passage ``number`` at ``position`` with its combined ``score``."""
+    """A sentence of the passage with key ``passage``, at ``position``, with its ``score``."""
 
-    number: int
+    passage: int
     position: int
     text: str
     score: float
@@ -127,29 +152,37 @@ class SentenceScorer:
         self._weight = keyword_weight
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._cache_size = cache_size
+        self._lock = threading.Lock()  # turns of several requests share the cache
 
     def _vectors(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        with self._lock:
+            known = {t: self._cache[t] for t in texts if t in self._cache}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
-            for text, row in zip(missing, self._embedder.embed(missing), strict=True):
-                self._cache[text] = row
-        rows = []
-        for text in texts:
-            self._cache.move_to_end(text)
-            rows.append(self._cache[text])
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return np.vstack(rows) if rows else np.zeros((0, self._embedder.dimension), np.float32)
+            known.update(zip(missing, self._embedder.embed(missing), strict=True))
+        with self._lock:
+            for text in texts:
+                self._cache[text] = known[text]
+                self._cache.move_to_end(text)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self._embedder.dimension), np.float32)
+        return np.vstack([known[t] for t in texts])
 
     def score(
         self, query: str, question: str, passages: list[tuple[int, str]]
     ) -> list[ScoredSentence]:
-        """Score every sentence of ``passages`` (``(number, text)`` pairs), best first.
+        """Score every sentence of ``passages`` (``(key, text)`` pairs), best first.
+
+        A sentence that appears more than once (the same text in several passages) is
+        returned once, at its best score.
 
         Args:
             query: the self-contained search query (embedded for the cosine).
             question: the user's own words (their content words give the keyword bonus).
-            passages: numbered passage texts.
+            passages: passage texts, each with a key the caller chooses (returned as
+                :attr:`ScoredSentence.passage`).
 
         Raises:
             ProviderError: the embedder failed.
@@ -188,4 +221,7 @@ class SentenceScorer:
             if before is not None and before[0] == number and before[2].endswith("?"):
                 score = max(score, scores[index - 1])
             scored.append(ScoredSentence(number, position, text, score))
-        return sorted(scored, key=lambda s: -s.score)
+        best: dict[str, ScoredSentence] = {}
+        for sentence in sorted(scored, key=lambda s: -s.score):
+            best.setdefault(sentence.text, sentence)
+        return list(best.values())

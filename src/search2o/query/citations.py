@@ -5,12 +5,16 @@ next number the first time it appears, so the same document is never numbered tw
 several chunks of it share the number. While the answer streams, :class:`CitationFilter` finds
 ``[n]`` markers (also ``[1, 2]`` and ``[1][2]``): a number that was registered is kept and
 reported once; a number that points outside what was retrieved is removed from the text.
+
+What the reader sees is renumbered in order of first use: the answer's first source is [1],
+the next new one [2], whatever their retrieval numbers were (an answer citing only the third
+passage shows [1], not [3]). ``retrieval_number`` keeps the number the model saw.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["Citation", "CitationFilter", "CitationRegistry"]
@@ -32,14 +36,22 @@ class Citation:
     document_id: int | None = None
     chunk_ids: list[int] = field(default_factory=list)
     url: str | None = None
+    headings: list[list[str]] = field(default_factory=list)
+    retrieval_number: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form stored with the message and sent in ``citation`` events."""
+        """Return the JSON form stored with the message and sent in ``citation`` events.
+
+        ``heading_path`` is the first retrieved chunk's; ``headings`` lists the heading path of
+        every retrieved chunk of the document, without repeats.
+        """
         return {
             "number": self.number,
+            "retrieval_number": self.retrieval_number or self.number,
             "title": self.title,
             "source": self.source,
             "heading_path": self.heading_path,
+            "headings": self.headings,
             "document_id": self.document_id,
             "chunk_ids": self.chunk_ids,
             "url": self.url,
@@ -81,6 +93,8 @@ class CitationRegistry:
             self._by_key[key] = citation
         if chunk_id is not None and chunk_id not in citation.chunk_ids:
             citation.chunk_ids.append(chunk_id)
+        if heading_path and list(heading_path) not in citation.headings:
+            citation.headings.append(list(heading_path))
         return citation.number
 
     def get(self, number: int) -> Citation | None:
@@ -104,14 +118,16 @@ class CitationFilter:
     """Checks ``[n]`` markers in a streamed answer against a :class:`CitationRegistry`.
 
     ``feed(text)`` returns ``(safe_text, new_citations)``: text that can be sent now (a possibly
-    unfinished marker at the end is held back until the next piece) and the citations used for
-    the first time. ``finish()`` flushes what was held back. ``used`` lists every cited source
-    in order of first use.
+    unfinished marker at the end is held back until the next piece), its markers renumbered in
+    order of first use, and the citations used for the first time (with their shown number).
+    ``finish()`` flushes what was held back. ``used`` lists every cited source in order of
+    first use.
     """
 
     def __init__(self, registry: CitationRegistry) -> None:
         self._registry = registry
         self._pending = ""
+        self._shown: dict[int, Citation] = {}
         self.used: list[Citation] = []
 
     def feed(self, text: str) -> tuple[str, list[Citation]]:
@@ -133,17 +149,23 @@ class CitationFilter:
     def _rewrite(self, buffer: str) -> tuple[str, list[Citation]]:
         fresh: list[Citation] = []
 
-        def replace(match: re.Match[str]) -> str:
+        def rewrite(match: re.Match[str]) -> str:
             kept = []
             for part in match.group(1).split(","):
-                citation = self._registry.get(int(part))
-                if citation is None:
-                    continue
-                kept.append(citation.number)
-                if citation not in self.used:
-                    self.used.append(citation)
-                    fresh.append(citation)
+                number = int(part)
+                shown = self._shown.get(number)
+                if shown is None:
+                    citation = self._registry.get(number)
+                    if citation is None:
+                        continue
+                    shown = replace(
+                        citation, number=len(self.used) + 1, retrieval_number=citation.number
+                    )
+                    self._shown[number] = shown
+                    self.used.append(shown)
+                    fresh.append(shown)
+                kept.append(shown.number)
             return "".join(f"[{n}]" for n in dict.fromkeys(kept))
 
-        text = _MARKER.sub(replace, buffer)
+        text = _MARKER.sub(rewrite, buffer)
         return text, fresh
