@@ -29,6 +29,7 @@ __all__ = [
     "ChatSettings",
     "EmbeddingSettings",
     "KnowledgeSettings",
+    "ModelProfile",
     "Settings",
     "WebSearchSettings",
     "load_settings",
@@ -113,6 +114,32 @@ class WebSearchSettings(BaseModel):
     timeout_s: float = Field(default=10.0, gt=0)
 
 
+class ModelProfile(BaseModel):
+    """A named chat model: which provider serves it and how big its window is.
+
+    ``provider`` names an entry point of ``search2o.chat_models``: ``builtin`` (the offline
+    extractive model) or ``openai`` (any OpenAI-compatible Chat Completions endpoint: OpenAI,
+    Azure OpenAI, vLLM, Ollama, llama.cpp server, LM Studio).
+    """
+
+    provider: str = Field(default="builtin", description="entry point in search2o.chat_models")
+    model: str = Field(default="", description="model name at the endpoint, e.g. gpt-4o-mini")
+    base_url: str | None = Field(default=None, description="e.g. http://localhost:11434/v1")
+    api_key: SecretStr | None = None
+    context_tokens: int = Field(default=8192, ge=256, le=10_000_000)
+    answer_reserve: int = Field(default=1024, ge=16, description="tokens kept for the answer")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx, backoff")
+    parallel_tool_calls: bool = Field(default=True, description="ask for several calls at once")
+
+    @model_validator(mode="after")
+    def _reserve_below_context(self) -> ModelProfile:
+        if self.answer_reserve >= self.context_tokens // 2:
+            raise ValueError("answer_reserve must be below half of context_tokens")
+        return self
+
+
 class ChatSettings(BaseModel):
     """The Query Engine's chat turns.
 
@@ -122,7 +149,11 @@ class ChatSettings(BaseModel):
     handbook and MTRAG-UN evaluation sets (``bench/qa_eval.py``, ``docs/query-engine.md``).
     """
 
-    model: str = Field(default="builtin", description="entry point in search2o.chat_models")
+    profile: str = Field(default="default", description="the profile the Query Engine uses")
+    profiles: dict[str, ModelProfile] = Field(
+        default_factory=lambda: {"default": ModelProfile()},
+        description="named chat models; `default` is the built-in offline model",
+    )
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
     max_message_chars: int = Field(default=8000, ge=1, le=200_000)
     history_messages: int = Field(
@@ -134,6 +165,18 @@ class ChatSettings(BaseModel):
     answer_sentences: int = Field(default=3, ge=1, le=10, description="built-in model's limit")
     heartbeat_s: float = Field(default=10.0, gt=0, description="SSE comment on long waits")
     web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
+
+    @model_validator(mode="after")
+    def _profile_exists(self) -> ChatSettings:
+        if self.profile not in self.profiles:
+            names = ", ".join(sorted(self.profiles)) or "none"
+            raise ValueError(f"chat.profile {self.profile!r} is not a profile (defined: {names})")
+        return self
+
+    @property
+    def active_profile(self) -> ModelProfile:
+        """The profile named by :attr:`profile`."""
+        return self.profiles[self.profile]
 
 
 def _default_data_dir() -> Path:

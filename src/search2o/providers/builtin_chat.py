@@ -25,7 +25,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from search2o.config import ChatSettings
+from search2o.config import ChatSettings, ModelProfile
 from search2o.providers.chat import ChatEvent, ChatMessage, TextDelta, ToolCall, ToolSpec
 from search2o.providers.embeddings import Embedder
 from search2o.providers.sentences import SentenceScorer, content_stems
@@ -305,6 +305,6 @@ def _unanswered(messages: list[ChatMessage]) -> frozenset[int]:
     return frozenset(indexes)
 
 
-def build(settings: ChatSettings, embedder: Embedder) -> BuiltinChatModel:
-    """Entry point factory of the ``builtin`` chat model."""
+def build(profile: ModelProfile, settings: ChatSettings, embedder: Embedder) -> BuiltinChatModel:
+    """Entry point factory of the ``builtin`` chat model (the profile needs no settings)."""
     return BuiltinChatModel(settings, embedder)

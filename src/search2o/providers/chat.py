@@ -115,19 +115,23 @@ class ChatModel(Protocol):
 
 
 def build_chat_model(settings: ChatSettings, embedder: Embedder) -> ChatModel:
-    """Build the chat model named by ``settings.model`` from the ``search2o.chat_models`` group.
+    """Build the model of the active profile (``chat.profile``).
 
-    Each entry point is a factory ``(settings, embedder) -> ChatModel``.
+    The profile's ``provider`` names an entry point of the ``search2o.chat_models`` group; each
+    is a factory ``(profile, settings, embedder) -> ChatModel``.
 
     Raises:
-        ConfigError: no chat model of that name is installed.
+        ConfigError: no chat model provider of that name is installed, or the profile is
+            incomplete for its provider.
 
     """
+    profile = settings.active_profile
     found = {ep.name: ep for ep in entry_points(group="search2o.chat_models")}
-    if settings.model not in found:
+    if profile.provider not in found:
         names = ", ".join(sorted(found)) or "none"
         raise ConfigError(
-            f"setting chat.model: unknown chat model {settings.model!r} (installed: {names})"
+            f"setting chat.profiles.{settings.profile}.provider: unknown chat model provider "
+            f"{profile.provider!r} (installed: {names})"
         )
-    model: ChatModel = found[settings.model].load()(settings, embedder)
+    model: ChatModel = found[profile.provider].load()(profile, settings, embedder)
     return model

@@ -1,0 +1,187 @@
+"""An OpenAI-compatible Chat Completions endpoint as a :class:`ChatModel` (the `openai` SDK).
+
+Works with OpenAI, Azure OpenAI, vLLM, Ollama (``/v1``), llama.cpp's server and LM Studio.
+Requests use ``stream=True``; the stream is read as the OpenAI API reference describes it
+("Chat Completions: the chat completion chunk object"): text arrives in ``delta.content``, tool
+calls in ``delta.tool_calls`` entries keyed by ``index`` whose ``id`` and ``function.name`` come
+once and whose ``function.arguments`` string comes in pieces across chunks. Calls are yielded
+once the stream ends, in ``index`` order, with their arguments parsed as JSON.
+
+Retries: the SDK retries connection errors, 408, 409, 429 and 5xx responses with exponential
+backoff (``max_retries`` of the profile) before the stream starts. A stream that ends without a
+``finish_reason`` (the connection cut mid-answer) is a :class:`ProviderError`; the turn keeps
+what arrived and reports the failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from search2o.config import ChatSettings, ModelProfile
+from search2o.errors import ConfigError, ProviderError
+from search2o.providers.chat import ChatEvent, ChatMessage, TextDelta, ToolCall, ToolSpec
+from search2o.providers.embeddings import Embedder
+
+__all__ = ["OpenAIChatModel", "build", "to_openai_messages"]
+
+_TITLE_PROMPT = (
+    "Write a title of at most six words for a conversation that starts with the user message "
+    "below. Answer with the title only, no quotes.\n\n"
+)
+
+
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Return ``messages`` in the Chat Completions wire format."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            item["content"] = message.content or None
+            item["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ]
+        if message.tool_call_id is not None:
+            item["tool_call_id"] = message.tool_call_id
+        wire.append(item)
+    return wire
+
+
+@dataclass
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAIChatModel:
+    """A profile's model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Args:
+        profile: ``model``, ``base_url``, ``api_key``, ``timeout_s``, ``max_retries``,
+            ``temperature`` and ``parallel_tool_calls`` are used.
+
+    Raises:
+        ConfigError: the profile names no model, or neither a base URL nor an API key.
+
+    """
+
+    def __init__(self, profile: ModelProfile) -> None:
+        if not profile.model:
+            raise ConfigError("a chat profile with provider openai needs `model`")
+        if not profile.base_url and not profile.api_key:
+            raise ConfigError("a chat profile with provider openai needs `base_url` or `api_key`")
+        from openai import OpenAI
+
+        self._profile = profile
+        self._client = OpenAI(
+            base_url=profile.base_url,
+            api_key=profile.api_key.get_secret_value() if profile.api_key else "unused",
+            timeout=profile.timeout_s,
+            max_retries=profile.max_retries,
+        )
+        self.model_id = f"openai/{profile.model}"
+
+    def _request(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self._profile.model,
+            "messages": to_openai_messages(messages),
+            "stream": True,
+        }
+        if self._profile.temperature is not None:
+            request["temperature"] = self._profile.temperature
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+            request["parallel_tool_calls"] = self._profile.parallel_tool_calls
+        return request
+
+    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterator[ChatEvent]:
+        """Stream one completion; see :class:`~search2o.providers.chat.ChatModel`.
+
+        Raises:
+            ProviderError: the endpoint refused or failed (after retries), the stream broke
+                off, or a tool call's arguments are not a JSON object.
+
+        """
+        from openai import OpenAIError
+
+        pending: dict[int, _PendingCall] = {}
+        finished = False
+        try:
+            chunks = self._client.chat.completions.create(**self._request(messages, tools))
+            for chunk in chunks:
+                if not chunk.choices:
+                    continue
+                finished = finished or chunk.choices[0].finish_reason is not None
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    yield TextDelta(delta.content)
+                for piece in delta.tool_calls or []:
+                    call = pending.setdefault(piece.index, _PendingCall())
+                    if piece.id:
+                        call.id = piece.id
+                    if piece.function is not None:
+                        if piece.function.name:
+                            call.name += piece.function.name
+                        if piece.function.arguments:
+                            call.arguments.append(piece.function.arguments)
+        except OpenAIError as exc:
+            raise ProviderError(f"chat model {self._profile.model!r} failed: {exc}") from exc
+        if not finished:
+            # A connection closed without a finish_reason is an answer cut short, not an end.
+            raise ProviderError(
+                f"chat model {self._profile.model!r}: the stream ended before the answer did"
+            )
+        for index in sorted(pending):
+            yield _finish_call(index, pending[index])
+
+    def write_title(self, first_message: str) -> str:
+        """Ask the model for a short title; fall back to the message's start on any failure."""
+        from openai import OpenAIError
+
+        fallback = " ".join(first_message.split())[:80]
+        try:
+            response = self._client.chat.completions.create(
+                model=self._profile.model,
+                messages=[{"role": "user", "content": _TITLE_PROMPT + first_message[:2000]}],
+                max_tokens=24,
+            )
+            title = (response.choices[0].message.content or "").strip().strip('"').strip()
+        except (OpenAIError, AttributeError, IndexError, TypeError):
+            return fallback
+        return " ".join(title.split())[:80] or fallback
+
+
+def _finish_call(index: int, call: _PendingCall) -> ToolCall:
+    raw = "".join(call.arguments) or "{}"
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ProviderError(
+            f"tool call {call.name!r} sent arguments that are not JSON: {raw[:200]!r}"
+        ) from exc
+    if not isinstance(arguments, dict):
+        raise ProviderError(f"tool call {call.name!r} sent arguments that are not a JSON object")
+    return ToolCall(id=call.id or f"call_{index}", name=call.name, arguments=arguments)
+
+
+def build(profile: ModelProfile, settings: ChatSettings, embedder: Embedder) -> OpenAIChatModel:
+    """Entry point factory of the ``openai`` chat model provider."""
+    return OpenAIChatModel(profile)
