@@ -126,12 +126,16 @@ class ModelProfile(BaseModel):
     model: str = Field(default="", description="model name at the endpoint, e.g. gpt-4o-mini")
     base_url: str | None = Field(default=None, description="e.g. http://localhost:11434/v1")
     api_key: SecretStr | None = None
-    context_tokens: int = Field(default=8192, ge=256, le=10_000_000)
+    context_tokens: int = Field(default=8192, ge=1024, le=10_000_000)
     answer_reserve: int = Field(default=1024, ge=16, description="tokens kept for the answer")
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx, backoff")
     parallel_tool_calls: bool = Field(default=True, description="ask for several calls at once")
+    tokenizer: str | None = Field(
+        default=None,
+        description="tokenizer.json as a path or `package:relative/path`; none = estimate",
+    )
 
     @model_validator(mode="after")
     def _reserve_below_context(self) -> ModelProfile:
@@ -164,6 +168,16 @@ class ChatSettings(BaseModel):
     not_found_score: float = Field(default=0.55, ge=-1, le=2)
     answer_sentences: int = Field(default=3, ge=1, le=10, description="built-in model's limit")
     heartbeat_s: float = Field(default=10.0, gt=0, description="SSE comment on long waits")
+    token_margin: float = Field(
+        default=0.05, ge=0, le=0.5, description="share of the window kept free for miscounting"
+    )
+    context_share: float = Field(
+        default=0.5, gt=0, le=1, description="share of the free window for retrieved passages"
+    )
+    long_message: Literal["error", "truncate"] = Field(
+        default="error",
+        description="a message larger than the window: refuse it, or cut it with a notice",
+    )
     web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
 
     @model_validator(mode="after")

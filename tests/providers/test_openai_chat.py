@@ -230,7 +230,7 @@ def test_profiles_choose_the_provider_and_bad_profiles_are_config_errors(
     with pytest.raises(ConfigError, match="needs `model`"):
         OpenAIChatModel(ModelProfile(provider="openai", base_url=server.url))
     with pytest.raises(ValueError, match="answer_reserve"):
-        ModelProfile(context_tokens=1000, answer_reserve=600)
+        ModelProfile(context_tokens=1100, answer_reserve=600)
 
 
 def test_title_comes_from_the_model_or_falls_back(server: Scripted) -> None:

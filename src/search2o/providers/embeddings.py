@@ -138,10 +138,9 @@ class BuiltinEmbedder:
     def count_tokens(self, text: str) -> int:
         """Count word pieces with the model's tokenizer; see :meth:`Embedder.count_tokens`."""
         if self._tokenizer is None:
-            from tokenizers import Tokenizer
+            from search2o.providers.tokens import load_tokenizer
 
-            self._tokenizer = Tokenizer.from_file(str(self._path / "tokenizer.json"))
-            self._tokenizer.no_truncation()
+            self._tokenizer = load_tokenizer(self._path / "tokenizer.json")
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
@@ -176,9 +175,9 @@ class OpenAIEmbedder:
         self._dimension = settings.dimensions
         self._tokenizer: Any = None
         if settings.tokenizer_path is not None:
-            from tokenizers import Tokenizer
+            from search2o.providers.tokens import load_tokenizer
 
-            self._tokenizer = Tokenizer.from_file(str(settings.tokenizer_path))
+            self._tokenizer = load_tokenizer(settings.tokenizer_path)
 
     @property
     def dimension(self) -> int:

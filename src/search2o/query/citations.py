@@ -129,6 +129,9 @@ class CitationFilter:
         self._pending = ""
         self._shown: dict[int, Citation] = {}
         self.used: list[Citation] = []
+        # Retrieval numbers the model was shown; None = every registered number. A passage that
+        # did not fit the window was retrieved but never seen, so it cannot be cited.
+        self.allowed: set[int] | None = None
 
     def feed(self, text: str) -> tuple[str, list[Citation]]:
         """Accept the next piece of the answer; see the class docstring."""
@@ -156,7 +159,9 @@ class CitationFilter:
                 shown = self._shown.get(number)
                 if shown is None:
                     citation = self._registry.get(number)
-                    if citation is None:
+                    if citation is None or (
+                        self.allowed is not None and number not in self.allowed
+                    ):
                         continue
                     shown = replace(
                         citation, number=len(self.used) + 1, retrieval_number=citation.number

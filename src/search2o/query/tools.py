@@ -29,6 +29,7 @@ __all__ = [
     "WebSearchTool",
     "number_results",
     "query_argument",
+    "render_passages",
 ]
 
 _QUERY_SCHEMA = {
@@ -114,10 +115,14 @@ def number_results(found: list[Found], registry: CitationRegistry) -> tuple[str,
         )
         location = " > ".join([item.source, *item.heading_path])
         passages.append(Passage(number, item.title, location, item.text, item.similarity))
+    return render_passages(passages), passages
+
+
+def render_passages(passages: list[Passage]) -> str:
+    """Render passages for the model: ``[n] title — location`` then the text; "No results."."""
     if not passages:
-        return "No results.", passages
-    content = "\n\n".join(f"[{p.number}] {p.title} — {p.location}\n{p.text}" for p in passages)
-    return content, passages
+        return "No results."
+    return "\n\n".join(f"[{p.number}] {p.title} — {p.location}\n{p.text}" for p in passages)
 
 
 class KnowledgeTool:

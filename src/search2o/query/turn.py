@@ -30,11 +30,13 @@ from search2o.accounts import Principal
 from search2o.config import ChatSettings
 from search2o.errors import InputError, NotFoundError, Search2oError
 from search2o.knowledge.store import KnowledgeStore
-from search2o.providers.chat import ChatMessage, ChatModel, TextDelta, ToolCall
+from search2o.providers.chat import ChatMessage, ChatModel, Passage, TextDelta, ToolCall
+from search2o.providers.tokens import build_token_counter
 from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import append_message, owned_conversation
 from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
 from search2o.query.websearch import WebSearchProvider
+from search2o.query.window import ToolRound, WindowBudget
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, Message, RetrievalTrace
 
@@ -53,12 +55,19 @@ class TurnEvent:
 
 @dataclass(frozen=True)
 class PreparedTurn:
-    """A validated turn request: the caller, the message, and the conversation (``None`` = new)."""
+    """A validated turn request: the caller, the message, and the conversation (``None`` = new).
+
+    ``model_message`` is what the model reads: the message, or its truncation when it does not
+    fit the window and ``chat.long_message = "truncate"``; the transcript keeps ``message``.
+    """
 
     principal: Principal
     message: str
     conversation_id: str | None
     agent: str | None = None
+    model_message: str = ""
+    system: str = ""
+    truncated: bool = False
 
 
 @dataclass
@@ -107,6 +116,8 @@ class TurnEngine:
         self.model = model
         self._settings = settings
         self._knowledge_tool = KnowledgeTool(knowledge, settings.search_k)
+        profile = settings.active_profile
+        self.budget = WindowBudget(profile, settings, build_token_counter(profile.tokenizer))
         self._web_tool = (
             WebSearchTool(web_search, settings.web_search.k, knowledge.settings.max_query_chars)
             if web_search is not None
@@ -120,7 +131,8 @@ class TurnEngine:
 
         Raises:
             InputError: the message is empty, longer than ``chat.max_message_chars``, holds a
-                NUL character or invalid Unicode (field ``message``).
+                NUL character or invalid Unicode, or does not fit the model's window while
+                ``chat.long_message = "error"`` (field ``message``).
             NotFoundError: ``conversation_id`` is missing or another user's.
 
         """
@@ -134,10 +146,19 @@ class TurnEngine:
         limit = self._settings.max_message_chars
         if len(text) > limit:
             raise InputError("message", f"is {len(text)} characters long; the limit is {limit}")
+        system = self._system_text()
+        model_message, truncated = self.budget.fit_message(system, text)
         if conversation_id is not None:
             with self._db.session() as session:
                 owned_conversation(session, principal, conversation_id)
-        return PreparedTurn(principal, text, conversation_id)
+        return PreparedTurn(
+            principal,
+            text,
+            conversation_id,
+            model_message=model_message,
+            system=system,
+            truncated=truncated,
+        )
 
     def ask(
         self, principal: Principal, message: str, conversation_id: str | None = None
@@ -257,9 +278,9 @@ class TurnEngine:
             tools.append(self._web_tool)
         return tools
 
-    def _system(self) -> ChatMessage:
+    def _system_text(self) -> str:
         today = datetime.now(UTC).date().isoformat()
-        return ChatMessage("system", f"{self._settings.system_prompt}\n\nToday is {today}.")
+        return f"{self._settings.system_prompt}\n\nToday is {today}."
 
     def _turn(
         self,
@@ -271,11 +292,16 @@ class TurnEngine:
     ) -> Iterator[TurnEvent]:
         tools = self._tools(turn.principal)
         by_name = {tool.spec.name: tool for tool in tools}
-        messages = [self._system(), *history, ChatMessage("user", turn.message)]
+        message = turn.model_message or turn.message
+        system = turn.system or self._system_text()
+        window = self.budget.build(system, history, message)
+        messages = window.messages
         trace["tools_offered"] = list(by_name)
+        trace["windows"] = [window.trace]
+        trace["message_truncated"] = turn.truncated
         trace["packed"] = {
-            "history_messages": len(history),
-            "history_chars": sum(len(m.content) for m in history),
+            "history_messages": len(messages) - 2,
+            "history_chars": sum(len(m.content) for m in messages[1:-1]),
         }
         calls: list[ToolCall] = []
         for event in self._timed(self.model.stream(messages, [t.spec for t in tools]), clock):
@@ -294,13 +320,11 @@ class TurnEngine:
                 "tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}
             )
         outcomes = self._run_tools(turn.principal, calls, by_name, clock)
-        messages.append(ChatMessage("assistant", "", tool_calls=calls))
+        found: list[list[Passage]] = []
         packed: list[dict[str, Any]] = []
         for call, outcome in zip(calls, outcomes, strict=True):
-            content, passages = number_results(outcome.found, state.registry)
-            if "error" in outcome.trace:
-                content = f"error: {outcome.trace['error']}"
-            messages.append(ChatMessage("tool", content, tool_call_id=call.id, passages=passages))
+            _, passages = number_results(outcome.found, state.registry)
+            found.append(passages)
             trace["tool_calls"].append(
                 {"id": call.id, "name": call.name, "arguments": call.arguments, **outcome.trace}
             )
@@ -308,8 +332,15 @@ class TurnEngine:
                 {"number": p.number, "chunk_id": f.chunk_id, "url": f.url, "chars": len(p.text)}
                 for p, f in zip(passages, outcome.found, strict=True)
             )
-        trace["packed"]["passages"] = packed
-        trace["packed"]["context_chars"] = sum(p["chars"] for p in packed)
+        errors = [outcome.trace.get("error") for outcome in outcomes]
+        window = self.budget.build(system, history, message, ToolRound(calls, found, errors))
+        messages = window.messages
+        trace["windows"].append(window.trace)
+        shown = set(window.trace["passages_packed"])
+        state.filter.allowed = shown
+        trace["packed"]["passages"] = [p for p in packed if p["number"] in shown]
+        trace["packed"]["dropped_passages"] = [p for p in packed if p["number"] not in shown]
+        trace["packed"]["context_chars"] = sum(p["chars"] for p in trace["packed"]["passages"])
         for event in self._timed(self.model.stream(messages, []), clock):
             if isinstance(event, TextDelta):
                 yield from self._emit(event.text, state, clock)
