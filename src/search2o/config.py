@@ -161,7 +161,20 @@ class ChatSettings(BaseModel):
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
     max_message_chars: int = Field(default=8000, ge=1, le=200_000)
     history_messages: int = Field(
-        default=20, ge=0, le=1000, description="earlier messages given to the model"
+        default=20,
+        ge=0,
+        le=1000,
+        description="with summaries off: the earlier messages read per turn (newest)",
+    )
+    summaries: bool = Field(
+        default=True, description="fold turns that no longer fit the window into a summary"
+    )
+    summary_writer: Literal["model", "extractive"] = Field(
+        default="model",
+        description="model: the chat model writes summaries when it can; extractive: never",
+    )
+    summary_share: float = Field(
+        default=0.25, gt=0, le=0.5, description="largest share of the window the summary takes"
     )
     search_k: int = Field(default=5, ge=1, le=50, description="chunks per search_knowledge call")
     max_tool_calls: int = Field(default=4, ge=1, le=16, description="tool calls run per turn")

@@ -75,9 +75,10 @@ def tool_stream(calls: list[tuple[str, str, str]], split: int = 3) -> list[dict[
 class Scripted:
     """Answers each request with the next scripted reply: a chunk list, a status, or a cut."""
 
-    def __init__(self) -> None:
+    def __init__(self, default: Any = None) -> None:
         self.replies: list[Any] = []
         self.requests: list[dict[str, Any]] = []
+        self.default = default  # the reply when the script has run out (None: fail loudly)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -87,7 +88,9 @@ class Scripted:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 owner.requests.append(body)
-                reply = owner.replies.pop(0)
+                reply = owner.replies.pop(0) if owner.replies else owner.default
+                if callable(reply):
+                    reply = reply(body)
                 if isinstance(reply, int):  # an error status, with OpenAI's error body
                     raw = json.dumps({"error": {"message": "slow down", "type": "rate"}}).encode()
                     self.send_response(reply)

@@ -204,7 +204,7 @@ def test_the_title_comes_from_the_first_message(runtime: Runtime) -> None:
 @pytest.mark.parametrize(("limit", "expected"), [(20, 4), (2, 2), (0, 0)])
 def test_history_is_passed_to_the_model(runtime: Runtime, limit: int, expected: int) -> None:
     model = ScriptedChatModel(lambda messages, tools: pieces(f"Answer {len(model.calls)}."))
-    turns = engine(runtime, model, history_messages=limit)
+    turns = engine(runtime, model, history_messages=limit, summaries=False)
     me = runtime.local_principal()
     first = turns.ask(me, "Question one?")
     conversation_id = first[0].data["conversation_id"]

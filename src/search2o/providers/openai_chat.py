@@ -152,6 +152,35 @@ class OpenAIChatModel:
         for index in sorted(pending):
             yield _finish_call(index, pending[index])
 
+    def summarize(self, previous: str, messages: list[ChatMessage], max_tokens: int) -> str:
+        """Fold ``messages`` into the ``previous`` summary with one model call.
+
+        Raises:
+            ProviderError: the endpoint failed (the turn then reports it; nothing is stored).
+
+        """
+        from openai import OpenAIError
+
+        transcript = "\n".join(f"{m.role}: {m.content}" for m in messages if m.content)
+        prompt = (
+            "Update the summary of a conversation with the new messages below. Keep every fact "
+            "the user stated (names, numbers, preferences, decisions) and the questions still "
+            f"open; drop pleasantries. At most {max_tokens * 3} characters.\n\n"
+            f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n{transcript}"
+        )
+        try:
+            response = self._client.chat.completions.create(
+                model=self._profile.model,
+                messages=[{"role": "user", "content": prompt}],
+                max_tokens=max_tokens,
+            )
+            text = response.choices[0].message.content or ""
+        except (OpenAIError, AttributeError, IndexError, TypeError) as exc:
+            raise ProviderError(
+                f"chat model {self._profile.model!r} could not summarize: {exc}"
+            ) from exc
+        return text.strip()[: max_tokens * 3]
+
     def write_title(self, first_message: str) -> str:
         """Ask the model for a short title; fall back to the message's start on any failure."""
         from openai import OpenAIError

@@ -20,7 +20,13 @@ from sqlalchemy.orm import Session
 from search2o.accounts import Principal
 from search2o.errors import InputError, NotFoundError
 from search2o.storage.db import Database
-from search2o.storage.models import Conversation, Message, RetrievalTrace, utcnow
+from search2o.storage.models import (
+    Conversation,
+    ConversationSummary,
+    Message,
+    RetrievalTrace,
+    utcnow,
+)
 
 __all__ = [
     "ConversationInfo",
@@ -255,7 +261,7 @@ class Conversations:
             return ConversationInfo.of(row)
 
     def delete(self, principal: Principal, conversation_id: str) -> None:
-        """Delete a conversation with its messages, ratings and traces.
+        """Delete a conversation with its messages, ratings, traces and summary.
 
         Raises:
             NotFoundError: missing or another user's.
@@ -269,6 +275,9 @@ class Conversations:
                 delete(RetrievalTrace).where(RetrievalTrace.message_id.in_(message_ids))
             )
             session.execute(delete(Message).where(Message.conversation_id == row.id))
+            session.execute(
+                delete(ConversationSummary).where(ConversationSummary.conversation_id == row.id)
+            )
             session.execute(delete(Conversation).where(Conversation.id == row.id))
 
     def _owned_message(self, session: Session, principal: Principal, message_id: str) -> Message:

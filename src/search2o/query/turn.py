@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
 from search2o.config import ChatSettings
@@ -34,11 +35,18 @@ from search2o.providers.chat import ChatMessage, ChatModel, Passage, TextDelta, 
 from search2o.providers.tokens import build_token_counter
 from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import append_message, owned_conversation
+from search2o.query.summary import extractive_summary
 from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
 from search2o.query.websearch import WebSearchProvider
-from search2o.query.window import ToolRound, WindowBudget
+from search2o.query.window import ToolRound, WindowBudget, group_turns
 from search2o.storage.db import Database
-from search2o.storage.models import Conversation, Message, RetrievalTrace
+from search2o.storage.models import (
+    Conversation,
+    ConversationSummary,
+    Message,
+    RetrievalTrace,
+    utcnow,
+)
 
 __all__ = ["PreparedTurn", "TurnEngine", "TurnEvent"]
 
@@ -237,7 +245,7 @@ class TurnEngine:
 
     # ---------------------------------------------------------------------------------------
 
-    def _open(self, turn: PreparedTurn) -> tuple[Conversation, Message, list[ChatMessage], bool]:
+    def _open(self, turn: PreparedTurn) -> tuple[Conversation, Message, _History, bool]:
         with self._db.session() as session:
             if turn.conversation_id is None:
                 conversation = Conversation(
@@ -249,26 +257,88 @@ class TurnEngine:
             else:
                 conversation = owned_conversation(session, turn.principal, turn.conversation_id)
                 created = False
-            history: list[ChatMessage] = []
-            limit = self._settings.history_messages
-            if not created and limit:
-                # Only the last `limit` messages are read, however long the conversation.
-                rows = session.scalars(
-                    select(Message)
-                    .where(
-                        Message.conversation_id == conversation.id,
-                        Message.role.in_(("user", "assistant")),
-                        Message.text != "",
-                    )
-                    .order_by(Message.seq.desc())
-                    .limit(limit)
-                ).all()
-                history = [ChatMessage(m.role, m.text) for m in reversed(rows)]  # type: ignore[arg-type]
+            history = _History(conversation.id)
+            if not created:
+                history = self._read_history(session, conversation.id)
             user_message = append_message(
                 session, conversation, role="user", text=turn.message, agent=turn.agent
             )
             session.expunge_all()
         return conversation, user_message, history, created
+
+    def _read_history(self, session: Session, conversation_id: str) -> _History:
+        """Read the summary and the messages after it (summaries on) or the last N (off)."""
+        history = _History(conversation_id)
+        query = select(Message).where(
+            Message.conversation_id == conversation_id,
+            Message.role.in_(("user", "assistant")),
+            Message.text != "",
+        )
+        if self._settings.summaries:
+            summary = session.get(ConversationSummary, conversation_id)
+            if summary is not None:
+                history.summary, history.through_seq = summary.text, summary.through_seq
+                query = query.where(Message.seq > summary.through_seq)
+            rows = list(session.scalars(query.order_by(Message.seq)))
+        else:
+            limit = self._settings.history_messages
+            rows = (
+                list(session.scalars(query.order_by(Message.seq.desc()).limit(limit)))[::-1]
+                if limit
+                else []
+            )
+        history.messages = [ChatMessage(m.role, m.text) for m in rows]  # type: ignore[arg-type]
+        history.seqs = [m.seq for m in rows]
+        return history
+
+    def _compact(self, history: _History, system: str, message: str, trace: dict[str, Any]) -> None:
+        """Fold the oldest turns into the summary when the history no longer fits the window.
+
+        Keeps the newest half of the turns that fit, so compaction runs every so many turns,
+        not on every turn. The summary is written by the model when it can (``summarize``),
+        else extractively; it is stored at once, so a failed answer does not lose it.
+        """
+        window = self.budget.build(system, history.messages, message, summary=history.summary)
+        if not self._settings.summaries or window.trace["history_turns_dropped"] == 0:
+            return
+        turns = group_turns(history.messages)
+        keep = max(1, window.trace["history_turns_packed"] // 2)
+        folded = [index for turn in turns[:-keep] for index in turn]
+        if not folded:
+            return
+        max_tokens = int(self.budget.cap * self._settings.summary_share)
+        started = time.perf_counter()
+        writer = (
+            getattr(self.model, "summarize", None)
+            if self._settings.summary_writer == "model"
+            else None
+        )
+        previous, messages = history.summary, [history.messages[i] for i in folded]
+        summary = (
+            writer(previous, messages, max_tokens)
+            if callable(writer)
+            else extractive_summary(previous, messages, max_tokens * 3)
+        )
+        through = history.seqs[folded[-1]]
+        with self._db.session() as session:
+            row = session.get(ConversationSummary, history.conversation_id)
+            if row is None:
+                session.add(
+                    ConversationSummary(
+                        conversation_id=history.conversation_id, text=summary, through_seq=through
+                    )
+                )
+            else:
+                row.text, row.through_seq, row.updated_at = summary, through, utcnow()
+        kept = len(folded)
+        history.summary, history.through_seq = summary, through
+        history.messages, history.seqs = history.messages[kept:], history.seqs[kept:]
+        trace["summary"] = {
+            "folded_messages": kept,
+            "through_seq": through,
+            "chars": len(summary),
+            "ms": round((time.perf_counter() - started) * 1000, 2),
+        }
 
     def _tools(self, principal: Principal) -> list[Tool]:
         tools: list[Tool] = []
@@ -285,7 +355,7 @@ class TurnEngine:
     def _turn(
         self,
         turn: PreparedTurn,
-        history: list[ChatMessage],
+        history: _History,
         state: _AnswerState,
         trace: dict[str, Any],
         clock: _Clock,
@@ -294,7 +364,8 @@ class TurnEngine:
         by_name = {tool.spec.name: tool for tool in tools}
         message = turn.model_message or turn.message
         system = turn.system or self._system_text()
-        window = self.budget.build(system, history, message)
+        self._compact(history, system, message, trace)
+        window = self.budget.build(system, history.messages, message, summary=history.summary)
         messages = window.messages
         trace["tools_offered"] = list(by_name)
         trace["windows"] = [window.trace]
@@ -333,7 +404,13 @@ class TurnEngine:
                 for p, f in zip(passages, outcome.found, strict=True)
             )
         errors = [outcome.trace.get("error") for outcome in outcomes]
-        window = self.budget.build(system, history, message, ToolRound(calls, found, errors))
+        window = self.budget.build(
+            system,
+            history.messages,
+            message,
+            ToolRound(calls, found, errors),
+            summary=history.summary,
+        )
         messages = window.messages
         trace["windows"].append(window.trace)
         shown = set(window.trace["passages_packed"])
@@ -429,6 +506,17 @@ class TurnEngine:
             )
             session.add(RetrievalTrace(message_id=message.id, trace=trace))
             return message.id
+
+
+@dataclass
+class _History:
+    """A conversation's summary and the messages after it (with their positions)."""
+
+    conversation_id: str
+    summary: str = ""
+    through_seq: int = 0
+    messages: list[ChatMessage] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
 
 
 @dataclass

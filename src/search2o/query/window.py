@@ -25,9 +25,10 @@ from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import InputError
 from search2o.providers.chat import ChatMessage, Passage, ToolCall
 from search2o.providers.tokens import TokenCounter, message_tokens
+from search2o.query.summary import SUMMARY_HEADER
 from search2o.query.tools import render_passages
 
-__all__ = ["TRUNCATION_NOTICE", "ToolRound", "Window", "WindowBudget"]
+__all__ = ["TRUNCATION_NOTICE", "ToolRound", "Window", "WindowBudget", "group_turns"]
 
 TRUNCATION_NOTICE = "\n\n[The message was cut here: it is longer than the model's window.]"
 # Kept free beside system text and message: a tool call and its (possibly empty) results.
@@ -117,15 +118,24 @@ class WindowBudget:
         history: list[ChatMessage],
         message: str,
         tools: ToolRound | None = None,
+        summary: str = "",
     ) -> Window:
-        """Pack one call: system, history that fits, the message, and the tool round if any.
+        """Pack one call: system, summary, history that fits, the message, the tool round.
 
-        ``message`` must already fit (see :meth:`fit_message`).
+        ``message`` must already fit (see :meth:`fit_message`). The summary of older turns
+        (:mod:`search2o.query.summary`) goes right after the system text, when it fits.
         """
         head = [ChatMessage("system", system)]
         current = ChatMessage("user", message)
         left = self.cap - self._tokens(head[0]) - self._tokens(current)
         trace: dict[str, Any] = {"cap": self.cap, "counter": self.counter.name}
+        if summary:
+            note = ChatMessage("system", f"{SUMMARY_HEADER}\n{summary}")
+            size = self._tokens(note)
+            if size <= left - _TOOL_ROUND_TOKENS:
+                head.append(note)
+                left -= size
+            trace["summary_tokens"] = size if len(head) > 1 else 0
         tail: list[ChatMessage] = []
         if tools is not None:
             call_message = ChatMessage("assistant", "", tool_calls=tools.calls)
@@ -197,12 +207,16 @@ class WindowBudget:
         return messages(), packed, dropped, used
 
 
-def _turns(history: list[ChatMessage]) -> list[list[ChatMessage]]:
-    """Group history into turns: each user message with the messages after it."""
-    turns: list[list[ChatMessage]] = []
-    for message in history:
+def group_turns(history: list[ChatMessage]) -> list[list[int]]:
+    """Group history into turns, as index lists: each user message with the messages after it."""
+    turns: list[list[int]] = []
+    for index, message in enumerate(history):
         if message.role == "user" or not turns:
-            turns.append([message])
+            turns.append([index])
         else:
-            turns[-1].append(message)
+            turns[-1].append(index)
     return turns
+
+
+def _turns(history: list[ChatMessage]) -> list[list[ChatMessage]]:
+    return [[history[i] for i in turn] for turn in group_turns(history)]

@@ -35,6 +35,7 @@ __all__ = [
     "Chunk",
     "ChunkEmbedding",
     "Conversation",
+    "ConversationSummary",
     "Counter",
     "Document",
     "DocumentAccess",
@@ -300,3 +301,16 @@ class RetrievalTrace(Base):
         ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
     )
     trace: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class ConversationSummary(Base):
+    """The running summary of a conversation's older messages, up to ``through_seq``."""
+
+    __tablename__ = "conversation_summaries"
+
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    text: Mapped[str] = mapped_column(Text)
+    through_seq: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
