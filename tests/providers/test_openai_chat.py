@@ -20,11 +20,11 @@ import pytest
 
 from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, ProviderError
-from search2o.knowledge.access import AccessList
 from search2o.providers.chat import ChatMessage, TextDelta, ToolCall, ToolSpec, build_chat_model
 from search2o.providers.openai_chat import OpenAIChatModel, to_openai_messages
 from search2o.runtime import Runtime
 from tests.conftest import MemoEmbedder
+from tests.query.doubles import PARKING, ingest, use_profile
 
 SEARCH = ToolSpec("search_knowledge", "Search.", {"type": "object", "properties": {}})
 
@@ -281,11 +281,8 @@ def test_title_comes_from_the_model_or_falls_back(server: Scripted) -> None:
 def test_a_grounded_turn_end_to_end_through_the_engine(
     server: Scripted, runtime: Runtime, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "parking.md").write_text("# Parking\n\nBicycles go in the basement garage.\n")
-    runtime.knowledge.ingest_paths([folder], AccessList())
-    runtime.__dict__["chat_model"] = OpenAIChatModel(profile(server))
+    ingest(runtime, {"parking.md": PARKING})
+    use_profile(runtime, profile(server))
     server.replies.append(completion("Bike parking"))  # the title, written before the answer
     server.replies.append(
         tool_stream([("call_1", "search_knowledge", '{"query": "where do bicycles go"}')])
@@ -297,11 +294,11 @@ def test_a_grounded_turn_end_to_end_through_the_engine(
     assert events[0].data["title"] == "Bike parking"
     done = events[-1].data
     assert done["text"] == "Bicycles go in the basement garage [1]. Also ."
-    assert [c["title"] for c in done["citations"]] == ["Parking"]
+    assert [c["title"] for c in done["citations"]] == ["Office guide"]
     answer_request = server.requests[-1]
     tool_message = answer_request["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
-    assert tool_message["content"].startswith("[1] Parking — ")
+    assert tool_message["content"].startswith("[1] Office guide — ")
     assert "basement garage" in tool_message["content"]
     assert "tools" not in answer_request  # one round of tools
 

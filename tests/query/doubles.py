@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 from sqlalchemy import func, select
 
-from search2o.config import Settings, WebSearchSettings
+from search2o.config import ChatSettings, ModelProfile, Settings, WebSearchSettings
 from search2o.knowledge.access import AccessList
 from search2o.providers.chat import ChatMessage, Passage, TextDelta, ToolCall, ToolSpec
 from search2o.providers.embeddings import Embedder
@@ -134,6 +134,9 @@ class ScriptedChatModel:
     """
 
     model_id = "test/scripted-1"
+    supports_tools = True
+    supports_parallel_tools = True
+    can_stream = True
 
     def __init__(self, script: Script) -> None:
         self.script = script
@@ -341,3 +344,16 @@ def searxng(
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def use_profile(runtime: Runtime, profile: ModelProfile, **chat: Any) -> int:
+    """Switch ``runtime``'s Query Engine to ``profile`` (and ``chat`` settings); return the cap.
+
+    The chat model and turn engine are rebuilt from the new settings on next use.
+    """
+    settings = ChatSettings(profiles={"default": profile}, **chat)
+    runtime.settings = runtime.settings.model_copy(update={"chat": settings})
+    runtime.__dict__.pop("turns", None)
+    runtime.__dict__.pop("chat_model", None)
+    return runtime.turns.budget.cap
+

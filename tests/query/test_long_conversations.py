@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from search2o.config import ChatSettings, ModelProfile
+from search2o.config import ModelProfile
 from search2o.providers.chat import ChatMessage
-from search2o.providers.openai_chat import OpenAIChatModel
 from search2o.query.summary import SUMMARY_HEADER, extractive_summary
 from search2o.runtime import Runtime
 from tests.providers.test_openai_chat import Scripted, completion, text_stream
+from tests.query.doubles import use_profile
 
 
 def test_extractive_summary_keeps_what_the_user_said_longest() -> None:
@@ -54,11 +54,7 @@ def _use(runtime: Runtime, server: Scripted, context: int, reserve: int, **chat:
         context_tokens=context,
         answer_reserve=reserve,
     )
-    settings = ChatSettings(profiles={"default": profile}, **chat)
-    runtime.settings = runtime.settings.model_copy(update={"chat": settings})
-    runtime.__dict__.pop("turns", None)
-    runtime.__dict__["chat_model"] = OpenAIChatModel(profile)
-    return runtime.turns.budget.cap
+    return use_profile(runtime, profile, **chat)
 
 
 @pytest.mark.slow

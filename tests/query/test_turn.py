@@ -619,3 +619,13 @@ def test_concurrent_follow_ups_on_one_conversation_take_distinct_positions(
         assert question.text == f"follow-up {index}"
         assert answer.text == f"Re: follow-up {index}" == done(events)["text"]
         assert question.seq < answer.seq
+
+
+def test_a_model_without_tool_support_is_offered_no_tools(runtime: Runtime) -> None:
+    ingest(runtime, {"salaries.md": SALARIES})
+    model = ScriptedChatModel(answering("I answer without tools."))
+    model.supports_tools = False
+    events = engine(runtime, model).ask(runtime.local_principal(), "what are the salary bands?")
+    assert model.calls[0].tools == []
+    assert done(events)["searched"] is False
+    assert trace_of(runtime, done(events)["message_id"])["tools_offered"] == []

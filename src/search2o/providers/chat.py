@@ -104,6 +104,9 @@ class ChatModel(Protocol):
     """
 
     model_id: str
+    supports_tools: bool
+    supports_parallel_tools: bool
+    can_stream: bool
 
     def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterator[ChatEvent]:
         """Yield the model's events for this call."""

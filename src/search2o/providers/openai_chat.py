@@ -88,12 +88,17 @@ class OpenAIChatModel:
             max_retries=profile.max_retries,
         )
         self.model_id = f"openai/{profile.model}"
+        self.supports_tools = True
+        self.supports_parallel_tools = profile.parallel_tool_calls
+        self.can_stream = True
 
     def _request(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self._profile.model,
             "messages": to_openai_messages(messages),
             "stream": True,
+            # The window kept this much free for the answer; the answer must not take more.
+            "max_tokens": self._profile.answer_reserve,
         }
         if self._profile.temperature is not None:
             request["temperature"] = self._profile.temperature

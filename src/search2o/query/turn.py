@@ -342,6 +342,8 @@ class TurnEngine:
 
     def _tools(self, principal: Principal) -> list[Tool]:
         tools: list[Tool] = []
+        if not getattr(self.model, "supports_tools", True):
+            return tools
         if not self._knowledge.is_empty(principal):
             tools.append(self._knowledge_tool)
         if self._web_tool is not None:
