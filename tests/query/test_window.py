@@ -167,7 +167,7 @@ def test_a_truncated_message_is_answered_and_traced(runtime: Runtime, tmp_path: 
     _small_profile(runtime, max_message_chars=200_000, long_message="truncate")
     principal = runtime.local_principal()
     events = runtime.turns.ask(principal, "where do bicycles go? " + "padding " * 20_000)
-    assert events[-1].kind == "done"
+    assert events[-1].kind == "done" and events[-1].data["message_truncated"] is True
     trace = runtime.conversations.trace(principal, events[-1].data["message_id"])
     assert trace["message_truncated"] is True
     assert all(w["tokens"] <= w["cap"] for w in trace["windows"])

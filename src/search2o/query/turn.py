@@ -239,6 +239,7 @@ class TurnEngine:
                 "text": state.text,
                 "citations": [c.to_dict() for c in state.filter.used],
                 "searched": state.searched,
+                "message_truncated": turn.truncated,
                 "timings": trace["timings"],
             },
         )
