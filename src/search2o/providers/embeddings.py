@@ -17,6 +17,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import SecretStr
 
 from search2o.config import EmbeddingSettings
 from search2o.errors import ConfigError, ProviderError
@@ -27,6 +28,7 @@ __all__ = [
     "OpenAIEmbedder",
     "build_embedder",
     "normalize_rows",
+    "openai_client",
 ]
 
 _MODEL_ID = re.compile(r"^[A-Za-z0-9._:/@+-]{1,200}$")
@@ -60,6 +62,25 @@ class Embedder(Protocol):
     def count_tokens(self, text: str) -> int:
         """Return the number of model tokens in ``text`` (no special tokens)."""
         ...
+
+
+def openai_client(
+    base_url: str | None, api_key: SecretStr | None, timeout_s: float, max_retries: int
+) -> Any:
+    """Return an ``openai.OpenAI`` client for an OpenAI-compatible endpoint.
+
+    Local servers (Ollama, vLLM, llama.cpp) need no key; the SDK insists on one, so a
+    placeholder is sent. The SDK retries connection errors, 408, 409, 429 and 5xx with
+    exponential backoff up to ``max_retries`` times.
+    """
+    from openai import OpenAI
+
+    return OpenAI(
+        base_url=base_url,
+        api_key=api_key.get_secret_value() if api_key else "unused",
+        timeout=timeout_s,
+        max_retries=max_retries,
+    )
 
 
 def normalize_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
@@ -160,14 +181,9 @@ class OpenAIEmbedder:
                 "embedding.provider=openai needs embedding.base_url or embedding.api_key: set "
                 "SEARCH2O_EMBEDDING__BASE_URL and/or SEARCH2O_EMBEDDING__API_KEY"
             )
-        from openai import OpenAI
-
         self._settings = settings
-        self._client = OpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key.get_secret_value() if settings.api_key else "unused",
-            timeout=settings.timeout_s,
-            max_retries=settings.max_retries,
+        self._client = openai_client(
+            settings.base_url, settings.api_key, settings.timeout_s, settings.max_retries
         )
         self.model_id = f"openai/{settings.model}"
         if not _MODEL_ID.match(self.model_id):

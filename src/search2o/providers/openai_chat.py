@@ -23,7 +23,7 @@ from typing import Any
 from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, ProviderError
 from search2o.providers.chat import ChatEvent, ChatMessage, TextDelta, ToolCall, ToolSpec
-from search2o.providers.embeddings import Embedder
+from search2o.providers.embeddings import Embedder, openai_client
 
 __all__ = ["OpenAIChatModel", "build", "to_openai_messages"]
 
@@ -78,14 +78,9 @@ class OpenAIChatModel:
             raise ConfigError("a chat profile with provider openai needs `model`")
         if not profile.base_url and not profile.api_key:
             raise ConfigError("a chat profile with provider openai needs `base_url` or `api_key`")
-        from openai import OpenAI
-
         self._profile = profile
-        self._client = OpenAI(
-            base_url=profile.base_url,
-            api_key=profile.api_key.get_secret_value() if profile.api_key else "unused",
-            timeout=profile.timeout_s,
-            max_retries=profile.max_retries,
+        self._client = openai_client(
+            profile.base_url, profile.api_key, profile.timeout_s, profile.max_retries
         )
         self.model_id = f"openai/{profile.model}"
         self.supports_tools = True
