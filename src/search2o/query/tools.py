@@ -4,8 +4,8 @@ A tool runs one call and returns a :class:`ToolOutcome`: the sources it found an
 (query, hits with scores, timing). Calls of one turn run concurrently; afterwards
 :func:`number_results` numbers their sources in call order with the turn's
 :class:`~search2o.query.citations.CitationRegistry` (unique per document across all calls, the
-same on every run) and renders the text a remote model reads: ``[n] title — location`` followed
-by the passage.
+same on every run); :func:`render_passages` gives the text a remote model reads: ``[n] title —
+location`` followed by the passage.
 """
 
 from __future__ import annotations
@@ -94,14 +94,8 @@ def query_argument(arguments: dict[str, Any], max_chars: int) -> str:
     return query.strip()
 
 
-def number_results(found: list[Found], registry: CitationRegistry) -> tuple[str, list[Passage]]:
-    """Give ``found`` citation numbers from ``registry`` and render them for the model.
-
-    Returns:
-        ``(content, passages)``: ``content`` is ``"No results."`` when nothing was found, else
-        one block per source, ``[n] title — location`` then its text.
-
-    """
+def number_results(found: list[Found], registry: CitationRegistry) -> list[Passage]:
+    """Give ``found`` citation numbers from ``registry``; return them as passages, in order."""
     passages = []
     for item in found:
         number = registry.register(
@@ -115,7 +109,7 @@ def number_results(found: list[Found], registry: CitationRegistry) -> tuple[str,
         )
         location = " > ".join([item.source, *item.heading_path])
         passages.append(Passage(number, item.title, location, item.text, item.similarity))
-    return render_passages(passages), passages
+    return passages
 
 
 def render_passages(passages: list[Passage]) -> str:

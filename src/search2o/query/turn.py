@@ -38,7 +38,7 @@ from search2o.query.conversations import append_message, owned_conversation
 from search2o.query.summary import extractive_summary
 from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
 from search2o.query.websearch import WebSearchProvider
-from search2o.query.window import ToolRound, WindowBudget, group_turns
+from search2o.query.window import ToolRound, Window, WindowBudget, group_turns
 from search2o.storage.db import Database
 from search2o.storage.models import (
     Conversation,
@@ -292,21 +292,27 @@ class TurnEngine:
         history.seqs = [m.seq for m in rows]
         return history
 
-    def _compact(self, history: _History, system: str, message: str, trace: dict[str, Any]) -> None:
+    def _compact(
+        self, history: _History, system: str, message: str, trace: dict[str, Any]
+    ) -> Window:
         """Fold the oldest turns into the summary when the history no longer fits the window.
 
         Keeps the newest half of the turns that fit, so compaction runs every so many turns,
         not on every turn. The summary is written by the model when it can (``summarize``),
         else extractively; it is stored at once, so a failed answer does not lose it.
+
+        Returns:
+            The window of the first model call, built once more only after a compaction.
+
         """
         window = self.budget.build(system, history.messages, message, summary=history.summary)
         if not self._settings.summaries or window.trace["history_turns_dropped"] == 0:
-            return
+            return window
         turns = group_turns(history.messages)
         keep = max(1, window.trace["history_turns_packed"] // 2)
         folded = [index for turn in turns[:-keep] for index in turn]
         if not folded:
-            return
+            return window
         max_tokens = int(self.budget.cap * self._settings.summary_share)
         started = time.perf_counter()
         writer = (
@@ -340,10 +346,11 @@ class TurnEngine:
             "chars": len(summary),
             "ms": round((time.perf_counter() - started) * 1000, 2),
         }
+        return self.budget.build(system, history.messages, message, summary=history.summary)
 
     def _tools(self, principal: Principal) -> list[Tool]:
         tools: list[Tool] = []
-        if not getattr(self.model, "supports_tools", True):
+        if not self.model.supports_tools:
             return tools
         if not self._knowledge.is_empty(principal):
             tools.append(self._knowledge_tool)
@@ -367,15 +374,15 @@ class TurnEngine:
         by_name = {tool.spec.name: tool for tool in tools}
         message = turn.model_message or turn.message
         system = turn.system or self._system_text()
-        self._compact(history, system, message, trace)
-        window = self.budget.build(system, history.messages, message, summary=history.summary)
+        window = self._compact(history, system, message, trace)
         messages = window.messages
         trace["tools_offered"] = list(by_name)
         trace["windows"] = [window.trace]
         trace["message_truncated"] = turn.truncated
+        packed_history = [m for m in messages[:-1] if m.role in ("user", "assistant")]
         trace["packed"] = {
-            "history_messages": len(messages) - 2,
-            "history_chars": sum(len(m.content) for m in messages[1:-1]),
+            "history_messages": len(packed_history),
+            "history_chars": sum(len(m.content) for m in packed_history),
         }
         calls: list[ToolCall] = []
         for event in self._timed(self.model.stream(messages, [t.spec for t in tools]), clock):
@@ -397,7 +404,7 @@ class TurnEngine:
         found: list[list[Passage]] = []
         packed: list[dict[str, Any]] = []
         for call, outcome in zip(calls, outcomes, strict=True):
-            _, passages = number_results(outcome.found, state.registry)
+            passages = number_results(outcome.found, state.registry)
             found.append(passages)
             trace["tool_calls"].append(
                 {"id": call.id, "name": call.name, "arguments": call.arguments, **outcome.trace}
@@ -480,35 +487,27 @@ class TurnEngine:
         status: str,
     ) -> str | None:
         trace["status"] = status
+        # A conversation deleted while the turn ran stays deleted: the answer is dropped, whether
+        # the row is already gone here or vanishes before append_message's update.
         try:
-            return self._append_answer(turn, conversation_id, state, trace, status)
-        except NotFoundError:  # deleted while the turn ran: it stays deleted
+            with self._db.session() as session:
+                conversation = session.get(Conversation, conversation_id)
+                if conversation is None:
+                    return None
+                message = append_message(
+                    session,
+                    conversation,
+                    role="assistant",
+                    text=state.text,
+                    citations=[c.to_dict() for c in state.filter.used],
+                    status=status,
+                    searched=state.searched,
+                    agent=turn.agent,
+                )
+                session.add(RetrievalTrace(message_id=message.id, trace=trace))
+                return message.id
+        except NotFoundError:
             return None
-
-    def _append_answer(
-        self,
-        turn: PreparedTurn,
-        conversation_id: str,
-        state: _AnswerState,
-        trace: dict[str, Any],
-        status: str,
-    ) -> str | None:
-        with self._db.session() as session:
-            conversation = session.get(Conversation, conversation_id)
-            if conversation is None:
-                return None
-            message = append_message(
-                session,
-                conversation,
-                role="assistant",
-                text=state.text,
-                citations=[c.to_dict() for c in state.filter.used],
-                status=status,
-                searched=state.searched,
-                agent=turn.agent,
-            )
-            session.add(RetrievalTrace(message_id=message.id, trace=trace))
-            return message.id
 
 
 @dataclass
