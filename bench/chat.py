@@ -86,7 +86,7 @@ def in_process(runtime: Runtime, turns: int) -> dict[str, list[float]]:
         for message in conversation:
             started = time.perf_counter()
             first = None
-            for event in runtime.turns.run(
+            for event in runtime.turns.run_sync(
                 runtime.turns.prepare(principal, message, conversation_id)
             ):
                 if event.kind == "delta" and first is None:

@@ -7,11 +7,13 @@ protocol (tests/query/doubles.py). Server-Sent Events are read from the raw stre
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +26,7 @@ from search2o.api.app import create_app
 from search2o.config import Settings
 from search2o.errors import ProviderError
 from search2o.providers.builtin_chat import NOT_FOUND
-from search2o.providers.chat import ChatMessage, ToolSpec
+from search2o.providers.chat import ChatMessage, TextDelta, ToolSpec
 from search2o.runtime import Runtime
 from search2o.storage.models import Conversation, Message, RetrievalTrace
 from tests.api.test_api import add_user, assert_input_error, assert_validation_error, serve
@@ -959,3 +961,37 @@ def test_two_users_streaming_at_once_only_see_their_own_events(
             listed = client.get("/v1/conversations", headers=headers).json()["conversations"]
             assert {c["id"] for c in listed} == owned[who]
             assert len(owned[who]) == streams_each
+
+
+class RendezvousModel(ScriptedChatModel):
+    """Each call waits (asynchronously) until ``expected`` calls are streaming at once."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__(answering("unused"))
+        self.expected = expected
+        self.arrived = 0
+        self.together: asyncio.Event | None = None
+
+    async def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[Any]:
+        self.together = self.together or asyncio.Event()
+        self.arrived += 1
+        if self.arrived == self.expected:
+            self.together.set()
+        try:
+            await asyncio.wait_for(self.together.wait(), timeout=20)
+            yield TextDelta(f"met {self.expected}")
+        except TimeoutError:
+            yield TextDelta("alone")
+
+
+def test_turns_stream_concurrently_on_the_servers_event_loop(
+    settings: Settings, embedder: MemoEmbedder
+) -> None:
+    model = RendezvousModel(expected=3)
+    with chat_api(settings, embedder, model) as (_, client), ThreadPoolExecutor(3) as pool:
+        bodies = [{"message": f"Question {i}", "stream": False} for i in range(3)]
+        replies = list(pool.map(lambda body: client.post("/v1/chat", json=body), bodies))
+    # a model call that blocked the loop (or turns run one by one) would never meet the others
+    assert [r.json()["text"] for r in replies] == ["met 3"] * 3

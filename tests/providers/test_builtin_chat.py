@@ -18,6 +18,7 @@ from search2o.providers.builtin_chat import (
 from search2o.providers.chat import ChatMessage, Passage, TextDelta, ToolCall, ToolSpec
 from search2o.providers.sentences import SentenceScorer, content_stems, split_sentences
 from tests.conftest import MemoEmbedder
+from tests.providers.streaming import streamed, title_of
 
 SEARCH = ToolSpec("search_knowledge", "search", {"type": "object"})
 WEB = ToolSpec("web_search", "web", {"type": "object"})
@@ -143,7 +144,7 @@ def _text(events: list[object]) -> str:
 
 
 def test_model_answers_small_talk_without_tools(embedder: MemoEmbedder) -> None:
-    events = list(_model(embedder).stream([ChatMessage("user", "thanks!")], [SEARCH]))
+    events = streamed(_model(embedder), [ChatMessage("user", "thanks!")], [SEARCH])
     assert all(isinstance(e, TextDelta) for e in events)
     assert _text(events) == "You're welcome! Ask me anything else."
 
@@ -156,7 +157,7 @@ def test_model_calls_every_offered_search_tool_with_the_written_query(
         ChatMessage("assistant", "We work in 6-week cycles. [1]"),
         ChatMessage("user", "and the cooldown after them?"),
     ]
-    events = list(_model(embedder).stream(history, [SEARCH, WEB]))
+    events = streamed(_model(embedder), history, [SEARCH, WEB])
     assert [type(e) for e in events] == [ToolCall, ToolCall]
     calls = [e for e in events if isinstance(e, ToolCall)]
     assert [c.name for c in calls] == ["search_knowledge", "web_search"]
@@ -165,7 +166,7 @@ def test_model_calls_every_offered_search_tool_with_the_written_query(
 
 
 def test_model_without_tools_says_there_is_nothing_to_search(embedder: MemoEmbedder) -> None:
-    events = list(_model(embedder).stream([ChatMessage("user", "What is Queenbee?")], []))
+    events = streamed(_model(embedder), [ChatMessage("user", "What is Queenbee?")], [])
     assert _text(events) == NO_DOCUMENTS
 
 
@@ -176,7 +177,7 @@ def _answer(model: BuiltinChatModel, question: str, passages: list[Passage]) -> 
         ChatMessage("assistant", "", tool_calls=[call]),
         ChatMessage("tool", "…", tool_call_id="call_1", passages=passages),
     ]
-    return _text(list(model.stream(messages, [])))
+    return _text(streamed(model, messages, []))
 
 
 def test_model_quotes_the_best_sentences_with_their_citation(embedder: MemoEmbedder) -> None:
@@ -200,14 +201,14 @@ def test_model_says_not_found_below_the_threshold(embedder: MemoEmbedder) -> Non
 
 def test_model_needs_a_user_message(embedder: MemoEmbedder) -> None:
     with pytest.raises(ValueError, match="user message"):
-        list(_model(embedder).stream([ChatMessage("system", "x")], [SEARCH]))
+        streamed(_model(embedder), [ChatMessage("system", "x")], [SEARCH])
 
 
 def test_title_is_the_first_message_cut_at_a_word(embedder: MemoEmbedder) -> None:
     model = _model(embedder)
-    assert model.write_title("  How many   vacation days?  ") == "How many vacation days?"
+    assert title_of(model, "  How many   vacation days?  ") == "How many vacation days?"
     long = "word " * 40
-    title = model.write_title(long)
+    title = title_of(model, long)
     assert len(title) <= 80 and title.endswith("…") and "  " not in title
 
 
@@ -275,7 +276,7 @@ def test_a_failed_search_is_said_not_hidden_as_not_found(embedder: MemoEmbedder)
         ChatMessage("assistant", "", tool_calls=[call]),
         ChatMessage("tool", "error: the database is unreachable", tool_call_id="call_1"),
     ]
-    text = _text(list(_model(embedder).stream(messages, [])))
+    text = _text(streamed(_model(embedder), messages, []))
     assert text == "I could not search the knowledge base: the database is unreachable"
 
 

@@ -18,12 +18,14 @@ from typing import Any
 
 import pytest
 
+from search2o import aio
 from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, ProviderError
 from search2o.providers.chat import ChatMessage, TextDelta, ToolCall, ToolSpec, build_chat_model
 from search2o.providers.openai_chat import OpenAIChatModel, to_openai_messages
 from search2o.runtime import Runtime
 from tests.conftest import MemoEmbedder
+from tests.providers.streaming import streamed, title_of
 from tests.query.doubles import PARKING, ingest, use_profile
 
 SEARCH = ToolSpec("search_knowledge", "Search.", {"type": "object", "properties": {}})
@@ -141,7 +143,7 @@ def profile(server: Scripted, **extra: Any) -> ModelProfile:
 def test_text_streams_piece_by_piece(server: Scripted) -> None:
     server.replies.append(text_stream("Bikes go ", "in the ", "garage [1]."))
     model = OpenAIChatModel(profile(server, temperature=0.2))
-    events = list(model.stream([ChatMessage("user", "Where do bikes go?")], []))
+    events = streamed(model, [ChatMessage("user", "Where do bikes go?")], [])
     assert events == [TextDelta("Bikes go "), TextDelta("in the "), TextDelta("garage [1].")]
     request = server.requests[0]
     assert request["stream"] is True and request["model"] == "scripted"
@@ -156,7 +158,7 @@ def test_parallel_tool_calls_are_reassembled_across_chunks(server: Scripted) -> 
     ]
     server.replies.append(tool_stream(calls, split=2))
     model = OpenAIChatModel(profile(server))
-    events = list(model.stream([ChatMessage("user", "vacation and sabbatical?")], [SEARCH]))
+    events = streamed(model, [ChatMessage("user", "vacation and sabbatical?")], [SEARCH])
     assert events == [
         ToolCall("call_a", "search_knowledge", {"query": "vacation days per year"}),
         ToolCall("call_b", "search_knowledge", {"query": "sabbatical length"}),
@@ -169,7 +171,7 @@ def test_parallel_tool_calls_are_reassembled_across_chunks(server: Scripted) -> 
 def test_rate_limit_is_retried_then_succeeds(server: Scripted) -> None:
     server.replies.extend([429, 503, text_stream("ok")])
     model = OpenAIChatModel(profile(server))
-    assert list(model.stream([ChatMessage("user", "hi")], [])) == [TextDelta("ok")]
+    assert streamed(model, [ChatMessage("user", "hi")], []) == [TextDelta("ok")]
     assert len(server.requests) == 3
 
 
@@ -177,7 +179,7 @@ def test_retries_run_out_with_a_provider_error(server: Scripted) -> None:
     server.replies.extend([429, 429, 429])
     model = OpenAIChatModel(profile(server))
     with pytest.raises(ProviderError, match="chat model 'scripted' failed"):
-        list(model.stream([ChatMessage("user", "hi")], []))
+        streamed(model, [ChatMessage("user", "hi")], [])
 
 
 def test_a_stream_cut_mid_answer_keeps_what_arrived_then_fails(server: Scripted) -> None:
@@ -185,7 +187,7 @@ def test_a_stream_cut_mid_answer_keeps_what_arrived_then_fails(server: Scripted)
     model = OpenAIChatModel(profile(server, max_retries=0))
     received: list[Any] = []
     with pytest.raises(ProviderError):
-        for event in model.stream([ChatMessage("user", "hi")], []):
+        for event in aio.iterate(model.stream([ChatMessage("user", "hi")], [])):
             received.append(event)
     assert received == [TextDelta("The first half")]
 
@@ -194,7 +196,7 @@ def test_tool_arguments_that_are_not_json_fail_clearly(server: Scripted) -> None
     server.replies.append(tool_stream([("c1", "search_knowledge", '{"query": ')]))
     model = OpenAIChatModel(profile(server))
     with pytest.raises(ProviderError, match="not JSON"):
-        list(model.stream([ChatMessage("user", "x")], [SEARCH]))
+        streamed(model, [ChatMessage("user", "x")], [SEARCH])
 
 
 def test_messages_keep_the_wire_format_of_tool_calls_and_results() -> None:
@@ -269,13 +271,13 @@ def test_title_comes_from_the_model_or_falls_back(server: Scripted) -> None:
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
         model = OpenAIChatModel(ModelProfile(provider="openai", model="m", base_url=url))
-        assert model.write_title("How many vacation days do we get?") == "Vacation days"
+        assert title_of(model, "How many vacation days do we get?") == "Vacation days"
     finally:
         httpd.shutdown()
         httpd.server_close()
     dead = OpenAIChatModel(profile(server, max_retries=0, timeout_s=2))
     server.replies.append(500)
-    assert dead.write_title("  How many   vacation days?") == "How many vacation days?"
+    assert title_of(dead, "  How many   vacation days?") == "How many vacation days?"
 
 
 def test_a_grounded_turn_end_to_end_through_the_engine(

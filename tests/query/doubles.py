@@ -13,11 +13,12 @@ HTTP server stay real.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -114,7 +115,8 @@ def web_settings(base_url: str, **values: Any) -> WebSearchSettings:
 # chat models
 # ---------------------------------------------------------------------------------------------
 
-# A script step: an event to yield, a pause in seconds, an exception to raise, or a callable.
+# A script step: an event to yield, a pause in seconds, an exception to raise, or a callable
+# (run in a worker thread, so it may block, e.g. on a threading.Event).
 Step = TextDelta | ToolCall | float | BaseException | Callable[[], None]
 Script = Callable[[list[ChatMessage], list[ToolSpec]], Iterable[Step]]
 
@@ -144,7 +146,9 @@ class ScriptedChatModel:
         self.yielded = 0
         self._lock = threading.Lock()
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterator[Any]:
+    async def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[Any]:
         with self._lock:
             self.calls.append(ModelCall(list(messages), [t.name for t in tools]))
         for step in self.script(messages, tools):
@@ -155,11 +159,11 @@ class ScriptedChatModel:
             elif isinstance(step, BaseException):
                 raise step
             elif isinstance(step, int | float):
-                time.sleep(step)
+                await asyncio.sleep(step)
             else:
-                step()
+                await asyncio.to_thread(step)
 
-    def write_title(self, first_message: str) -> str:
+    async def write_title(self, first_message: str) -> str:
         return " ".join(first_message.split())[:80]
 
 
@@ -356,4 +360,3 @@ def use_profile(runtime: Runtime, profile: ModelProfile, **chat: Any) -> int:
     runtime.__dict__.pop("turns", None)
     runtime.__dict__.pop("chat_model", None)
     return runtime.turns.budget.cap
-

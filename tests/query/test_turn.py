@@ -170,7 +170,7 @@ def test_no_conversation_exists_before_a_message_and_a_failed_prepare_writes_not
     assert counts(runtime) == (0, 0, 0)
     assert turns.prepare(ann, "x" * limit).message == "x" * limit
 
-    events = list(turns.run(prepared))
+    events = list(turns.run_sync(prepared))
     conversation_id = events[0].data["conversation_id"]
     assert counts(runtime) == (1, 2, 1)  # the conversation, question and answer, answer's trace
     [listed] = runtime.conversations.list_conversations(ann)
@@ -537,7 +537,8 @@ def test_stopping_the_stream_early_stores_an_interrupted_answer(runtime: Runtime
     model = ScriptedChatModel(searching("Bicycles go to the basement garage [1] and more words."))
     turns = engine(runtime, model)
     stream = cast(
-        Generator[TurnEvent, None, None], turns.run(turns.prepare(runtime.local_principal(), BIKES))
+        Generator[TurnEvent, None, None],
+        turns.run_sync(turns.prepare(runtime.local_principal(), BIKES)),
     )
     received = []
     for event in stream:
@@ -557,7 +558,7 @@ def test_stopping_the_stream_early_stores_an_interrupted_answer(runtime: Runtime
 def test_deleting_the_conversation_while_a_turn_runs_keeps_it_deleted(runtime: Runtime) -> None:
     me = runtime.local_principal()
     turns = engine(runtime, ScriptedChatModel(answering("A long answer that keeps going.")))
-    stream = turns.run(turns.prepare(me, "Tell me a story"))
+    stream = turns.run_sync(turns.prepare(me, "Tell me a story"))
     events = [next(stream), next(stream)]
     assert kinds(events) == ["conversation", "delta"]
     conversation_id = events[0].data["conversation_id"]
@@ -578,7 +579,7 @@ def test_deleting_the_conversation_while_a_turn_runs_keeps_it_deleted(runtime: R
     prepared = turns.prepare(me, "Continue", conversation_id)
     runtime.conversations.delete(me, conversation_id)
     with pytest.raises(NotFoundError):
-        list(turns.run(prepared))
+        list(turns.run_sync(prepared))
     assert counts(runtime) == (0, 0, 0)
     with runtime.database.session() as session:
         assert session.get(Conversation, conversation_id) is None

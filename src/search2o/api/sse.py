@@ -1,12 +1,14 @@
-"""Server-Sent Events from a blocking turn generator, with heartbeats and disconnect handling.
+"""Server-Sent Events from an async turn, with heartbeats and disconnect handling.
 
-The turn runs in a worker thread (it calls the database, the embedder and the model, all
-blocking) and hands events to the response through an :class:`asyncio.Queue`. While no event
-arrives for ``heartbeat_s`` seconds the response sends an SSE comment (``: keep-alive``) so
-proxies keep the connection open. When the client disconnects, the worker stops at the next
-event and closes the generator, which stores the partial answer (see
-:mod:`search2o.query.turn`). Wire format: WHATWG HTML Living Standard, "Server-sent events"
-(``event:``/``data:`` lines, a blank line ends an event, lines starting with ``:`` are comments).
+The turn (an async generator, :meth:`search2o.query.turn.TurnEngine.run`) is driven by its own
+task on the server's event loop and hands events to the response through an
+:class:`asyncio.Queue`. While no event arrives for ``heartbeat_s`` seconds the response sends an
+SSE comment (``: keep-alive``) so proxies keep the connection open. When the client disconnects,
+the response is cancelled and cancels the turn's task, whose clean-up stores the partial answer
+(see :mod:`search2o.query.turn`); the task is a separate one so that clean-up is not cancelled
+again by the server's cancel scope. Wire format: WHATWG HTML Living Standard, "Server-sent
+events" (``event:``/``data:`` lines, a blank line ends an event, lines starting with ``:`` are
+comments).
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 from search2o.errors import Search2oError
 from search2o.query.turn import TurnEvent
@@ -37,37 +38,31 @@ def encode_event(event: TurnEvent) -> bytes:
     return f"event: {event.kind}\ndata: {data}\n\n".encode()
 
 
-async def stream_events(events: Iterator[TurnEvent], heartbeat_s: float) -> AsyncIterator[bytes]:
-    """Yield SSE frames for ``events``, produced in a worker thread; see the module docstring."""
-    loop = asyncio.get_running_loop()
+async def stream_events(
+    events: AsyncIterator[TurnEvent], heartbeat_s: float
+) -> AsyncIterator[bytes]:
+    """Yield SSE frames for ``events``, driven by a separate task; see the module docstring."""
     queue: asyncio.Queue[object] = asyncio.Queue()
-    stop = threading.Event()
 
-    def put(item: object) -> None:
+    async def drive() -> None:
         try:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-        except RuntimeError:  # the loop is gone (server shutting down)
-            stop.set()
-
-    def work() -> None:
-        try:
-            for event in events:
-                if stop.is_set():
-                    break
-                put(event)
+            async for event in events:
+                queue.put_nowait(event)
         except Search2oError as exc:  # e.g. the conversation was deleted meanwhile
-            put(TurnEvent("error", {"error": type(exc).__name__, "message": exc.message}))
+            queue.put_nowait(
+                TurnEvent("error", {"error": type(exc).__name__, "message": exc.message})
+            )
         except Exception:
             log.exception("chat stream failed")
-            put(TurnEvent("error", {"error": "InternalError", "message": "internal error"}))
+            queue.put_nowait(
+                TurnEvent("error", {"error": "InternalError", "message": "internal error"})
+            )
         finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                close()  # stores the partial answer when the client left mid-turn
-            put(_DONE)
+            queue.put_nowait(_DONE)
 
-    worker = threading.Thread(target=work, name="chat-turn", daemon=True)
-    worker.start()
+    task = asyncio.get_running_loop().create_task(drive())
+    _RUNNING.add(task)  # the loop keeps only weak references to tasks
+    task.add_done_callback(_RUNNING.discard)
     try:
         while True:
             try:
@@ -80,4 +75,7 @@ async def stream_events(events: Iterator[TurnEvent], heartbeat_s: float) -> Asyn
             assert isinstance(item, TurnEvent)
             yield encode_event(item)
     finally:
-        stop.set()
+        task.cancel()  # a no-op when the turn has ended
+
+
+_RUNNING: set[asyncio.Task[None]] = set()

@@ -68,12 +68,12 @@ def ask(
         principal = runtime.principal_for(as_user)
         turn = runtime.turns.prepare(principal, question, conversation)
         if as_json:
-            events = [{"event": e.kind, "data": e.data} for e in runtime.turns.run(turn)]
+            events = [{"event": e.kind, "data": e.data} for e in runtime.turns.run_sync(turn)]
             # Plain stdout, not the console: JSON must never be wrapped at the terminal width.
             sys.stdout.write(json.dumps(events, indent=2, default=str) + "\n")
             failed = events[-1]["event"] == "error"
         else:
-            last = print_turn(runtime.turns.run(turn))
+            last = print_turn(runtime.turns.run_sync(turn))
             failed = last.get("kind") == "error"
             console.print(Text(f"conversation {last.get('conversation_id')}", style="dim"))
     if failed:
@@ -149,7 +149,7 @@ def chat(
                         return
                     continue
                 turn = runtime.turns.prepare(principal, line, state["conversation"])
-                last = print_turn(runtime.turns.run(turn))
+                last = print_turn(runtime.turns.run_sync(turn))
                 state["conversation"] = last.get("conversation_id", state["conversation"])
                 state["answer"] = last.get("message_id")
             except Search2oError as exc:

@@ -121,7 +121,7 @@ def demo(
         for text in question or DEMO_TURNS:
             console.rule(Text(text, style="bold"))
             last = print_turn(
-                runtime.turns.run(runtime.turns.prepare(principal, text, conversation))
+                runtime.turns.run_sync(runtime.turns.prepare(principal, text, conversation))
             )
             conversation = last.get("conversation_id", conversation)
         console.print(

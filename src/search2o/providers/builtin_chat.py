@@ -21,9 +21,10 @@ queries' words. Plug in a real model for those (``docs/query-engine.md``).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
 from search2o.config import ChatSettings, ModelProfile
 from search2o.providers.chat import ChatEvent, ChatMessage, TextDelta, ToolCall, ToolSpec
@@ -196,10 +197,17 @@ def _resolve(message: str, previous: str | None) -> str:
     return " ".join([stripped, *carried]).strip()
 
 
-def _words(text: str) -> Iterator[TextDelta]:
-    """Stream ``text`` as pieces: each word with the space before it."""
-    for piece in re.findall(r"\s*\S+", text):
-        yield TextDelta(piece)
+def _words(text: str) -> list[ChatEvent]:
+    """``text`` as stream pieces: each word with the space before it."""
+    return [TextDelta(piece) for piece in re.findall(r"\s*\S+", text)]
+
+
+def short_title(first_message: str) -> str:
+    """Return ``first_message`` whitespace-collapsed, cut at a word before 80 characters."""
+    text = " ".join(first_message.split())
+    if len(text) <= 80:
+        return text
+    return text[:79].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 class BuiltinChatModel:
@@ -221,15 +229,29 @@ class BuiltinChatModel:
         self._sentences = settings.answer_sentences
         self._scorer = SentenceScorer(embedder)
 
-    def write_title(self, first_message: str) -> str:
+    async def write_title(self, first_message: str) -> str:
         """Return the first message, whitespace collapsed, cut at a word before 80 characters."""
-        text = " ".join(first_message.split())
-        if len(text) <= 80:
-            return text
-        return text[:79].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+        return short_title(first_message)
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterator[ChatEvent]:
+    async def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[ChatEvent]:
         """Decide and call ``search_knowledge``, or answer; see :class:`ChatModel`.
+
+        The decision and the sentence scoring run in a worker thread (they embed text), so the
+        event loop stays free; the answer then streams word by word.
+
+        Raises:
+            ValueError: ``messages`` has no user message.
+            ProviderError: the embedder failed while scoring sentences.
+
+        """
+        events = await asyncio.to_thread(self.respond, messages, tools)
+        for event in events:
+            yield event
+
+    def respond(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> list[ChatEvent]:
+        """Return the events :meth:`stream` yields, computed at once (blocking; embeds text).
 
         Raises:
             ValueError: ``messages`` has no user message.
@@ -241,19 +263,19 @@ class BuiltinChatModel:
             raise ValueError("messages must contain a user message")
         unanswered = _unanswered(messages)
         if messages[-1].role == "tool":
-            yield from _words(self._answer(messages, users[-1]))
-            return
+            return _words(self._answer(messages, users[-1]))
         kind = small_talk_kind(users[-1])
         if kind is not None:
-            yield from _words(_REPLIES[kind])
-            return
+            return _words(_REPLIES[kind])
         names = {tool.name for tool in tools}
         if "search_knowledge" not in names and "web_search" not in names:
-            yield from _words(NO_DOCUMENTS)
-            return
+            return _words(NO_DOCUMENTS)
         query = self_contained_query(users, unanswered)
-        for index, name in enumerate(n for n in ("search_knowledge", "web_search") if n in names):
-            yield ToolCall(id=f"call_{index + 1}", name=name, arguments={"query": query})
+        wanted = [n for n in ("search_knowledge", "web_search") if n in names]
+        return [
+            ToolCall(id=f"call_{index + 1}", name=name, arguments={"query": query})
+            for index, name in enumerate(wanted)
+        ]
 
     def _answer(self, messages: list[ChatMessage], question: str) -> str:
         calls = [call for m in messages if m.role == "assistant" for call in m.tool_calls]

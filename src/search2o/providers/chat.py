@@ -9,7 +9,7 @@ them one to one. Models are found by name in the ``search2o.chat_models`` entry 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -96,11 +96,22 @@ class ChatMessage:
 class ChatModel(Protocol):
     """A chat model that streams an answer or asks for tool calls.
 
-    ``stream(messages, tools)`` yields :class:`TextDelta` pieces of a direct answer, or
-    :class:`ToolCall` requests (several allowed) and then stops; the caller runs the tools,
-    appends the assistant's call message and one ``tool`` message per call, and calls
-    ``stream`` again with ``tools=[]`` for the grounded answer. Errors are
-    :class:`~search2o.errors.ProviderError`.
+    ``stream(messages, tools)`` is an async iterator (an ``async def`` generator) of
+    :class:`TextDelta` pieces of a direct answer, or of :class:`ToolCall` requests (several
+    allowed) before it stops; the caller runs the tools, appends the assistant's call message
+    and one ``tool`` message per call, and calls ``stream`` again with ``tools=[]`` for the
+    grounded answer. Errors are :class:`~search2o.errors.ProviderError`. A consumer that stops
+    early cancels the task iterating the stream (see :mod:`search2o.aio`), so an implementation
+    must release its connection in ``finally`` / ``async with``.
+
+    Capability flags: ``supports_tools`` (tool definitions are honoured; without it the Query
+    Engine offers none and the model answers from history), ``supports_parallel_tools``
+    (several calls in one step), ``can_stream`` (deltas arrive as generated rather than in one
+    piece). The context size is the profile's ``context_tokens``
+    (:class:`~search2o.config.ModelProfile`).
+
+    A model may also define ``async def summarize(previous, messages, max_tokens) -> str`` to
+    write running summaries (see :mod:`search2o.query.summary`).
     """
 
     model_id: str
@@ -108,11 +119,13 @@ class ChatModel(Protocol):
     supports_parallel_tools: bool
     can_stream: bool
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterator[ChatEvent]:
-        """Yield the model's events for this call."""
+    def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[ChatEvent]:
+        """Yield the model's events for this call (an async generator)."""
         ...
 
-    def write_title(self, first_message: str) -> str:
+    async def write_title(self, first_message: str) -> str:
         """Return a short title (at most 80 characters) for a conversation opened by this text."""
         ...
 

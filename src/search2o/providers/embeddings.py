@@ -65,17 +65,23 @@ class Embedder(Protocol):
 
 
 def openai_client(
-    base_url: str | None, api_key: SecretStr | None, timeout_s: float, max_retries: int
+    base_url: str | None,
+    api_key: SecretStr | None,
+    timeout_s: float,
+    max_retries: int,
+    *,
+    asynchronous: bool = False,
 ) -> Any:
-    """Return an ``openai.OpenAI`` client for an OpenAI-compatible endpoint.
+    """Return an ``openai.OpenAI`` (or, ``asynchronous``, ``openai.AsyncOpenAI``) client.
 
     Local servers (Ollama, vLLM, llama.cpp) need no key; the SDK insists on one, so a
     placeholder is sent. The SDK retries connection errors, 408, 409, 429 and 5xx with
     exponential backoff up to ``max_retries`` times.
     """
-    from openai import OpenAI
+    from openai import AsyncOpenAI, OpenAI
 
-    return OpenAI(
+    factory = AsyncOpenAI if asynchronous else OpenAI
+    return factory(
         base_url=base_url,
         api_key=api_key.get_secret_value() if api_key else "unused",
         timeout=timeout_s,

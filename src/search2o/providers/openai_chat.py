@@ -7,6 +7,10 @@ calls in ``delta.tool_calls`` entries keyed by ``index`` whose ``id`` and ``func
 once and whose ``function.arguments`` string comes in pieces across chunks. Calls are yielded
 once the stream ends, in ``index`` order, with their arguments parsed as JSON.
 
+The client is ``openai.AsyncOpenAI``; one is kept per event loop (its connection pool belongs
+to the loop that opened it), so the model serves the HTTP server's loop and the background loop
+of :mod:`search2o.aio` alike.
+
 Retries: the SDK retries connection errors, 408, 409, 429 and 5xx responses with exponential
 backoff (``max_retries`` of the profile) before the stream starts. A stream that ends without a
 ``finish_reason`` (the connection cut mid-answer) is a :class:`ProviderError`; the turn keeps
@@ -15,8 +19,10 @@ what arrived and reports the failure.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+import weakref
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,13 +85,30 @@ class OpenAIChatModel:
         if not profile.base_url and not profile.api_key:
             raise ConfigError("a chat profile with provider openai needs `base_url` or `api_key`")
         self._profile = profile
-        self._client = openai_client(
-            profile.base_url, profile.api_key, profile.timeout_s, profile.max_retries
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
         )
         self.model_id = f"openai/{profile.model}"
         self.supports_tools = True
         self.supports_parallel_tools = profile.parallel_tool_calls
         self.can_stream = True
+
+    @property
+    def _client(self) -> Any:
+        """The ``AsyncOpenAI`` client of the running event loop (created on first use)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            profile = self._profile
+            client = openai_client(
+                profile.base_url,
+                profile.api_key,
+                profile.timeout_s,
+                profile.max_retries,
+                asynchronous=True,
+            )
+            self._clients[loop] = client
+        return client
 
     def _request(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
         request: dict[str, Any] = {
@@ -112,7 +135,9 @@ class OpenAIChatModel:
             request["parallel_tool_calls"] = self._profile.parallel_tool_calls
         return request
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterator[ChatEvent]:
+    async def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec]
+    ) -> AsyncIterator[ChatEvent]:
         """Stream one completion; see :class:`~search2o.providers.chat.ChatModel`.
 
         Raises:
@@ -125,23 +150,17 @@ class OpenAIChatModel:
         pending: dict[int, _PendingCall] = {}
         finished = False
         try:
-            chunks = self._client.chat.completions.create(**self._request(messages, tools))
-            for chunk in chunks:
-                if not chunk.choices:
-                    continue
-                finished = finished or chunk.choices[0].finish_reason is not None
-                delta = chunk.choices[0].delta
-                if delta.content:
-                    yield TextDelta(delta.content)
-                for piece in delta.tool_calls or []:
-                    call = pending.setdefault(piece.index, _PendingCall())
-                    if piece.id:
-                        call.id = piece.id
-                    if piece.function is not None:
-                        if piece.function.name:
-                            call.name += piece.function.name
-                        if piece.function.arguments:
-                            call.arguments.append(piece.function.arguments)
+            chunks = await self._client.chat.completions.create(**self._request(messages, tools))
+            async with chunks:  # closes the connection when the consumer stops early
+                async for chunk in chunks:
+                    if not chunk.choices:
+                        continue
+                    finished = finished or chunk.choices[0].finish_reason is not None
+                    delta = chunk.choices[0].delta
+                    if delta.content:
+                        yield TextDelta(delta.content)
+                    for piece in delta.tool_calls or []:
+                        _collect(pending, piece)
         except OpenAIError as exc:
             raise ProviderError(f"chat model {self._profile.model!r} failed: {exc}") from exc
         if not finished:
@@ -152,7 +171,7 @@ class OpenAIChatModel:
         for index in sorted(pending):
             yield _finish_call(index, pending[index])
 
-    def summarize(self, previous: str, messages: list[ChatMessage], max_tokens: int) -> str:
+    async def summarize(self, previous: str, messages: list[ChatMessage], max_tokens: int) -> str:
         """Fold ``messages`` into the ``previous`` summary with one model call.
 
         Raises:
@@ -169,7 +188,7 @@ class OpenAIChatModel:
             f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n{transcript}"
         )
         try:
-            response = self._client.chat.completions.create(
+            response = await self._client.chat.completions.create(
                 model=self._profile.model,
                 messages=[{"role": "user", "content": prompt}],
                 max_tokens=max_tokens,
@@ -181,13 +200,13 @@ class OpenAIChatModel:
             ) from exc
         return text.strip()[: max_tokens * 3]
 
-    def write_title(self, first_message: str) -> str:
+    async def write_title(self, first_message: str) -> str:
         """Ask the model for a short title; fall back to the message's start on any failure."""
         from openai import OpenAIError
 
         fallback = " ".join(first_message.split())[:80]
         try:
-            response = self._client.chat.completions.create(
+            response = await self._client.chat.completions.create(
                 model=self._profile.model,
                 messages=[{"role": "user", "content": _TITLE_PROMPT + first_message[:2000]}],
                 max_tokens=24,
@@ -196,6 +215,18 @@ class OpenAIChatModel:
         except (OpenAIError, AttributeError, IndexError, TypeError):
             return fallback
         return " ".join(title.split())[:80] or fallback
+
+
+def _collect(pending: dict[int, _PendingCall], piece: Any) -> None:
+    """Add one streamed ``delta.tool_calls`` entry to the call it continues (by ``index``)."""
+    call = pending.setdefault(piece.index, _PendingCall())
+    if piece.id:
+        call.id = piece.id
+    if piece.function is not None:
+        if piece.function.name:
+            call.name += piece.function.name
+        if piece.function.arguments:
+            call.arguments.append(piece.function.arguments)
 
 
 def _finish_call(index: int, call: _PendingCall) -> ToolCall:

@@ -11,15 +11,19 @@ The conversation and the user's message are stored before the model is called; t
 stored when it ends. If the consumer stops early (client gone, Ctrl-C), the partial answer is
 stored with status ``interrupted``; a model or tool failure stores what was written with status
 ``failed`` and ends with an ``error`` event.
+
+:meth:`TurnEngine.run` is an async generator: the model streams asynchronously, while database
+work, tools and the embedder (all blocking) run in worker threads so the event loop serves other
+turns meanwhile. Synchronous callers use :meth:`TurnEngine.run_sync` / :meth:`TurnEngine.ask`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import unicodedata
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +31,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from search2o import aio
 from search2o.accounts import Principal
 from search2o.config import ChatSettings
 from search2o.errors import InputError, NotFoundError, Search2oError
@@ -173,14 +178,27 @@ class TurnEngine:
     ) -> list[TurnEvent]:
         """Run one whole turn and return its events (for callers that do not stream).
 
+        Blocking; not to be called from a running event loop (use ``async for`` on :meth:`run`).
+
         Raises:
             InputError, NotFoundError: as :meth:`prepare`.
 
         """
-        return list(self.run(self.prepare(principal, message, conversation_id)))
+        return list(self.run_sync(self.prepare(principal, message, conversation_id)))
 
-    def run(self, turn: PreparedTurn) -> Iterator[TurnEvent]:
+    def run_sync(self, turn: PreparedTurn) -> Iterator[TurnEvent]:
+        """:meth:`run` for synchronous callers, on the background loop of :mod:`search2o.aio`.
+
+        Closing the iterator early (``close()``, Ctrl-C) cancels the turn and returns once the
+        partial answer is stored as ``interrupted``.
+        """
+        return aio.iterate(self.run(turn))
+
+    async def run(self, turn: PreparedTurn) -> AsyncIterator[TurnEvent]:
         """Run a prepared turn, yielding its events (see the module docstring).
+
+        Cancelling the task that iterates it (a client gone) stores the partial answer with
+        status ``interrupted`` before the cancellation propagates.
 
         Raises:
             NotFoundError: the conversation was deleted between prepare and run.
@@ -188,7 +206,12 @@ class TurnEngine:
 
         """
         clock = _Clock()
-        conversation, user_message, history, created = self._open(turn)
+        title = (
+            await self.model.write_title(turn.message) if turn.conversation_id is None else ""
+        )
+        conversation, user_message, history, created = await asyncio.to_thread(
+            self._open, turn, title
+        )
         yield TurnEvent(
             "conversation",
             {
@@ -203,7 +226,8 @@ class TurnEngine:
         trace: dict[str, Any] = {"model": self.model.model_id, "tool_calls": []}
         status = "interrupted"
         try:
-            yield from self._turn(turn, history, state, trace, clock)
+            async for event in self._turn(turn, history, state, trace, clock):
+                yield event
             status = "complete"
         except Search2oError as exc:
             status = "failed"
@@ -216,7 +240,10 @@ class TurnEngine:
             tail, _ = state.filter.finish()
             state.text += tail
             trace["timings"] = clock.timings()
-            answer_id = self._store_answer(turn, conversation.id, state, trace, status)
+            # The worker thread finishes the write even if this task is cancelled again.
+            answer_id = await asyncio.to_thread(
+                self._store_answer, turn, conversation.id, state, trace, status
+            )
         if state.error is not None:
             yield TurnEvent(
                 "error",
@@ -246,12 +273,12 @@ class TurnEngine:
 
     # ---------------------------------------------------------------------------------------
 
-    def _open(self, turn: PreparedTurn) -> tuple[Conversation, Message, _History, bool]:
+    def _open(
+        self, turn: PreparedTurn, title: str
+    ) -> tuple[Conversation, Message, _History, bool]:
         with self._db.session() as session:
             if turn.conversation_id is None:
-                conversation = Conversation(
-                    user_id=turn.principal.user_id, title=self.model.write_title(turn.message)
-                )
+                conversation = Conversation(user_id=turn.principal.user_id, title=title)
                 session.add(conversation)
                 session.flush()
                 created = True
@@ -292,7 +319,7 @@ class TurnEngine:
         history.seqs = [m.seq for m in rows]
         return history
 
-    def _compact(
+    async def _compact(
         self, history: _History, system: str, message: str, trace: dict[str, Any]
     ) -> Window:
         """Fold the oldest turns into the summary when the history no longer fits the window.
@@ -322,21 +349,12 @@ class TurnEngine:
         )
         previous, messages = history.summary, [history.messages[i] for i in folded]
         summary = (
-            writer(previous, messages, max_tokens)
+            await writer(previous, messages, max_tokens)
             if callable(writer)
             else extractive_summary(previous, messages, max_tokens * 3)
         )
         through = history.seqs[folded[-1]]
-        with self._db.session() as session:
-            row = session.get(ConversationSummary, history.conversation_id)
-            if row is None:
-                session.add(
-                    ConversationSummary(
-                        conversation_id=history.conversation_id, text=summary, through_seq=through
-                    )
-                )
-            else:
-                row.text, row.through_seq, row.updated_at = summary, through, utcnow()
+        await asyncio.to_thread(self._store_summary, history.conversation_id, summary, through)
         kept = len(folded)
         history.summary, history.through_seq = summary, through
         history.messages, history.seqs = history.messages[kept:], history.seqs[kept:]
@@ -347,6 +365,18 @@ class TurnEngine:
             "ms": round((time.perf_counter() - started) * 1000, 2),
         }
         return self.budget.build(system, history.messages, message, summary=history.summary)
+
+    def _store_summary(self, conversation_id: str, summary: str, through: int) -> None:
+        with self._db.session() as session:
+            row = session.get(ConversationSummary, conversation_id)
+            if row is None:
+                session.add(
+                    ConversationSummary(
+                        conversation_id=conversation_id, text=summary, through_seq=through
+                    )
+                )
+            else:
+                row.text, row.through_seq, row.updated_at = summary, through, utcnow()
 
     def _tools(self, principal: Principal) -> list[Tool]:
         tools: list[Tool] = []
@@ -362,19 +392,19 @@ class TurnEngine:
         today = datetime.now(UTC).date().isoformat()
         return f"{self._settings.system_prompt}\n\nToday is {today}."
 
-    def _turn(
+    async def _turn(
         self,
         turn: PreparedTurn,
         history: _History,
         state: _AnswerState,
         trace: dict[str, Any],
         clock: _Clock,
-    ) -> Iterator[TurnEvent]:
-        tools = self._tools(turn.principal)
+    ) -> AsyncIterator[TurnEvent]:
+        tools = await asyncio.to_thread(self._tools, turn.principal)
         by_name = {tool.spec.name: tool for tool in tools}
         message = turn.model_message or turn.message
         system = turn.system or self._system_text()
-        window = self._compact(history, system, message, trace)
+        window = await self._compact(history, system, message, trace)
         messages = window.messages
         trace["tools_offered"] = list(by_name)
         trace["windows"] = [window.trace]
@@ -385,11 +415,12 @@ class TurnEngine:
             "history_chars": sum(len(m.content) for m in packed_history),
         }
         calls: list[ToolCall] = []
-        for event in self._timed(self.model.stream(messages, [t.spec for t in tools]), clock):
+        async for event in _timed(self.model.stream(messages, [t.spec for t in tools]), clock):
             if isinstance(event, ToolCall):
                 calls.append(event)
             else:
-                yield from self._emit(event.text, state, clock)
+                for emitted in self._emit(event.text, state, clock):
+                    yield emitted
         if not calls:
             trace["decision"] = "direct"
             return
@@ -400,7 +431,7 @@ class TurnEngine:
             yield TurnEvent(
                 "tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}
             )
-        outcomes = self._run_tools(turn.principal, calls, by_name, clock)
+        outcomes = await self._run_tools(turn.principal, calls, by_name, clock)
         found: list[list[Passage]] = []
         packed: list[dict[str, Any]] = []
         for call, outcome in zip(calls, outcomes, strict=True):
@@ -428,20 +459,10 @@ class TurnEngine:
         trace["packed"]["passages"] = [p for p in packed if p["number"] in shown]
         trace["packed"]["dropped_passages"] = [p for p in packed if p["number"] not in shown]
         trace["packed"]["context_chars"] = sum(p["chars"] for p in trace["packed"]["passages"])
-        for event in self._timed(self.model.stream(messages, []), clock):
+        async for event in _timed(self.model.stream(messages, []), clock):
             if isinstance(event, TextDelta):
-                yield from self._emit(event.text, state, clock)
-
-    def _timed(self, events: Iterator[Any], clock: _Clock) -> Iterator[Any]:
-        while True:
-            started = time.perf_counter()
-            try:
-                event = next(events)
-            except StopIteration:
-                clock.model_s += time.perf_counter() - started
-                return
-            clock.model_s += time.perf_counter() - started
-            yield event
+                for emitted in self._emit(event.text, state, clock):
+                    yield emitted
 
     def _emit(self, text: str, state: _AnswerState, clock: _Clock) -> Iterator[TurnEvent]:
         safe, fresh = state.filter.feed(text)
@@ -453,7 +474,7 @@ class TurnEngine:
             state.text += safe
             yield TurnEvent("delta", {"text": safe})
 
-    def _run_tools(
+    async def _run_tools(
         self,
         principal: Principal,
         calls: list[ToolCall],
@@ -470,11 +491,8 @@ class TurnEngine:
                 return ToolOutcome(trace={"error": exc.message})
 
         started = time.perf_counter()
-        if len(calls) == 1:
-            outcomes = [run_one(calls[0])]
-        else:
-            with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-                outcomes = list(pool.map(run_one, calls))
+        # Each call in its own worker thread, all at once; results keep the call order.
+        outcomes = list(await asyncio.gather(*(asyncio.to_thread(run_one, c) for c in calls)))
         clock.tools_s += time.perf_counter() - started
         return outcomes
 
@@ -508,6 +526,21 @@ class TurnEngine:
                 return message.id
         except NotFoundError:
             return None
+
+
+async def _timed(events: AsyncIterator[Any], clock: _Clock) -> AsyncIterator[Any]:
+    """Pass ``events`` through, adding the time spent waiting for each to ``clock.model_s``."""
+    started: float | None = time.perf_counter()
+    try:
+        async for event in events:
+            clock.model_s += time.perf_counter() - (started or 0.0)
+            started = None  # the consumer's time is not the model's
+            yield event
+            started = time.perf_counter()
+    finally:
+        if started is not None:
+            clock.model_s += time.perf_counter() - started
+        await aio.aclose(events)  # releases the model's connection when left early
 
 
 @dataclass

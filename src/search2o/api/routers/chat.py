@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from search2o.api.chat_schemas import ChatRequest
 from search2o.api.deps import CurrentUser, RuntimeDep
@@ -76,10 +77,10 @@ Example:
         }
     },
 )
-def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
+async def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
     """Run one chat turn (see the description for the event stream)."""
-    engine = runtime.turns
-    turn = engine.prepare(user, body.message, body.conversation_id)
+    engine = await run_in_threadpool(lambda: runtime.turns)  # built on first use (loads models)
+    turn = await run_in_threadpool(engine.prepare, user, body.message, body.conversation_id)
     if body.stream:
         return StreamingResponse(
             stream_events(engine.run(turn), runtime.settings.chat.heartbeat_s),
@@ -87,7 +88,7 @@ def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
             headers=SSE_HEADERS,
         )
     result: dict[str, Any] = {"tool_calls": []}
-    for event in engine.run(turn):
+    async for event in engine.run(turn):
         if event.kind == "conversation":
             result["conversation_id"] = event.data["conversation_id"]
         elif event.kind == "tool_call":
