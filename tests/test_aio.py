@@ -91,7 +91,7 @@ def test_ctrl_c_while_the_generator_awaits_cancels_it() -> None:
     with pytest.raises(KeyboardInterrupt):
         next(stream)  # blocked while the generator sleeps; Ctrl-C arrives
     interrupter.join(10)
-    assert outcome == ["cancelled"]  # the clean-up ran before the interrupt reached us
+    assert outcome == ["cancelled"]  # the interrupt waited for the generator's clean-up
 
 
 def test_errors_reach_the_consumer_with_their_type() -> None:

@@ -26,6 +26,7 @@ T = TypeVar("T")
 _LOCK = threading.Lock()
 _LOOP: asyncio.AbstractEventLoop | None = None
 _CLOSE_TIMEOUT_S = 60.0
+_POLL_S = 0.2
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
@@ -99,7 +100,7 @@ def iterate(events: AsyncIterator[T]) -> Iterator[T]:
     try:
         while True:
             loop.call_soon_threadsafe(demand.release)
-            kind, value = handoff.get()
+            kind, value = _next(handoff)
             if kind == _END:
                 finished = True
                 return
@@ -118,6 +119,19 @@ async def aclose(events: AsyncIterator[Any]) -> None:
     close = getattr(events, "aclose", None)
     if close is not None:
         await close()
+
+
+def _next(handoff: queue.Queue[tuple[int, Any]]) -> tuple[int, Any]:
+    """Wait for the pump's next message in short waits, so Ctrl-C is handled promptly.
+
+    A signal that lands on another thread only sets Python's flag; the main thread acts on it
+    when it next runs bytecode, which a wait without timeout would postpone indefinitely.
+    """
+    while True:
+        try:
+            return handoff.get(timeout=_POLL_S)
+        except queue.Empty:
+            continue
 
 
 def _drain(handoff: queue.Queue[tuple[int, Any]]) -> None:
