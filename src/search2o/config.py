@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,9 +28,12 @@ from search2o.errors import ConfigError
 __all__ = [
     "ChatSettings",
     "EmbeddingSettings",
+    "KeySettings",
     "KnowledgeSettings",
     "ModelProfile",
+    "RetentionSettings",
     "Settings",
+    "StateSettings",
     "WebSearchSettings",
     "load_settings",
 ]
@@ -206,6 +209,87 @@ class ChatSettings(BaseModel):
         return self.profiles[self.profile]
 
 
+class KeySettings(BaseModel):
+    """The key-encryption key (KEK) that wraps every conversation's data key.
+
+    ``local`` keeps versioned KEKs in a keyring file (``keyring_path``, default
+    ``<data_dir>/keyring.json``, mode 0600, created on first start). ``env`` reads them from the
+    environment variable ``env_var``: ``<base64 key>`` or ``1:<base64>,2:<base64>`` (highest
+    version current). ``http`` asks the customer's key service at ``url`` to wrap and unwrap,
+    signing each request with ``secret`` (HMAC-SHA256); the KEK never enters search2o.
+    """
+
+    provider: str = Field(default="local", description="entry point in search2o.key_providers")
+    keyring_path: Path | None = Field(default=None, description="local: the keyring file")
+    env_var: str = Field(default="SEARCH2O_KEK", description="env: the variable with the keys")
+    url: str | None = Field(default=None, description="http: the key service's base URL")
+    secret: SecretStr | None = Field(default=None, description="http: HMAC-SHA256 signing key")
+    timeout_s: float = Field(default=10.0, gt=0, description="http: per request")
+    cache_size: int = Field(default=4096, ge=0, description="unwrapped data keys kept in memory")
+
+
+class RetentionSettings(BaseModel):
+    """How long conversations live after their last use, per plan.
+
+    A conversation expires ``days[plan]`` days after its last use (the later of its last turn or
+    run and its last read); ``None`` keeps it until deleted. Pinned conversations never expire.
+    ``sweep_interval_s`` is how often the server's sweeper removes expired ones (0 = never; run
+    ``search2o retention sweep`` instead).
+    """
+
+    days: dict[str, int | None] = Field(
+        default_factory=lambda: {"free": 7, "paid": None},
+        description="plan name -> days after last use; null = unlimited",
+    )
+    sweep_interval_s: float = Field(default=3600.0, ge=0)
+
+    @field_validator("days")
+    @classmethod
+    def _positive(cls, days: dict[str, int | None]) -> dict[str, int | None]:
+        for plan, value in days.items():
+            if value is not None and value < 1:
+                raise ValueError(f"days[{plan!r}] must be at least 1, or null for unlimited")
+        return days
+
+    def days_for(self, plan: str) -> int | None:
+        """Days a conversation of a user on ``plan`` lives after last use (unknown plan: free)."""
+        if plan in self.days:
+            return self.days[plan]
+        return self.days.get("free")
+
+
+class StateSettings(BaseModel):
+    """Where the Agent Engine keeps conversation state (:mod:`search2o.state`).
+
+    ``hooks`` unset: our encrypted store in the database. An ``http://`` or ``https://`` URL:
+    the enterprise's hook service, called ``POST {hooks}/save``, ``/restore`` and ``/delete``
+    with requests signed by ``hook_secret`` (HMAC-SHA256, :mod:`search2o.signing`). Any other
+    value: the name of an entry point in the group ``search2o.state_hooks``. With hooks set we
+    keep only the conversation's entry; validation runs always keep their state with us.
+    ``compact_every``: fold the appended changes of a conversation into one sealed snapshot
+    in the background once more than this many are pending (0 = only when asked).
+    """
+
+    hooks: str | None = Field(
+        default=None, description="None, an entry point in search2o.state_hooks, or a URL"
+    )
+    hook_secret: SecretStr | None = Field(default=None, description="HTTP hooks: signing key")
+    hook_timeout_s: float = Field(default=10.0, gt=0, le=300, description="per hook call")
+    compact_every: int = Field(default=64, ge=0, le=100_000, description="pending changes")
+
+    @model_validator(mode="after")
+    def _secret_for_http(self) -> StateSettings:
+        if self.hooks is not None and not self.hooks.strip():
+            raise ValueError("state.hooks must not be empty (leave it unset for our own store)")
+        is_url = bool(self.hooks) and str(self.hooks).startswith(("http://", "https://"))
+        if is_url and (self.hook_secret is None or not self.hook_secret.get_secret_value()):
+            raise ValueError(
+                "state.hook_secret is required with an HTTP state hook "
+                "(set SEARCH2O_STATE__HOOK_SECRET)"
+            )
+        return self
+
+
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("search2o", appauthor=False))
 
@@ -238,6 +322,9 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
+    keys: KeySettings = Field(default_factory=KeySettings)
+    state: StateSettings = Field(default_factory=StateSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
 
     @classmethod
     def settings_customise_sources(

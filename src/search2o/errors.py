@@ -18,7 +18,10 @@ Tree::
     ├── ConflictError                the object exists / was changed meanwhile   (409)
     │   └── IndexMismatchError       vectors were made by another embedding model (409)
     ├── StorageError                 the database failed                         (503)
-    └── ProviderError                an embedding/chat provider failed           (502)
+    ├── ProviderError                an embedding/chat provider failed           (502)
+    ├── IntegrityCheckError          a sealed record was altered or moved        (500)
+    ├── KeyUnavailableError          a key-encryption key cannot be used         (503)
+    └── HookError                    an enterprise hook failed or replied badly  (502)
 
 Messages name the bad value and the rule, and say the fix where there is one.
 """
@@ -30,8 +33,11 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "CorruptFileError",
+    "HookError",
     "IndexMismatchError",
     "InputError",
+    "IntegrityCheckError",
+    "KeyUnavailableError",
     "NotFoundError",
     "PermissionDeniedError",
     "ProviderError",
@@ -110,3 +116,33 @@ class StorageError(Search2oError):
 
 class ProviderError(Search2oError):
     """An embedding or chat-model provider failed (network, quota, bad response)."""
+
+
+class IntegrityCheckError(Search2oError):
+    """A sealed record did not decrypt: altered, truncated, or moved from where it belongs."""
+
+
+class KeyUnavailableError(Search2oError):
+    """The key-encryption key that wraps a data key cannot be used.
+
+    It was retired, is missing, or the customer's key service refused or failed.
+    """
+
+
+class HookError(Search2oError):
+    """An enterprise hook (e.g. the state hooks) failed, timed out or returned a malformed reply.
+
+    Nothing was changed on our side. The message names the hook and the reason.
+
+    Args:
+        hook: the hook's name (entry point name or URL without credentials).
+        operation: what was asked of it (``save``, ``restore``, ``delete_conversation``).
+        reason: what went wrong, e.g. ``"timed out after 10 s"``.
+
+    """
+
+    def __init__(self, hook: str, operation: str, reason: str) -> None:
+        super().__init__(f"hook {hook} failed on {operation}: {reason}")
+        self.hook = hook
+        self.operation = operation
+        self.reason = reason

@@ -12,12 +12,15 @@ from types import TracebackType
 
 from search2o.accounts import Principal, ensure_user, get_user
 from search2o.config import Settings
+from search2o.crypto.keys import build_key_provider
+from search2o.crypto.vault import Vault
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import ChatModel, build_chat_model
 from search2o.providers.embeddings import Embedder, build_embedder
 from search2o.query.conversations import Conversations
 from search2o.query.turn import TurnEngine
 from search2o.query.websearch import build_web_search
+from search2o.state import StateStore, build_state_store
 from search2o.storage.db import Database
 
 __all__ = ["Runtime"]
@@ -37,7 +40,11 @@ class Runtime:
 
     def __init__(self, settings: Settings, *, migrate: bool = True) -> None:
         self.settings = settings
-        self.database = Database(settings.resolved_database_url, migrate=migrate)
+        self.key_provider = build_key_provider(settings.keys, settings.data_dir)
+        self.database = Database(
+            settings.resolved_database_url, migrate=migrate, key_provider=self.key_provider
+        )
+        self.vault = Vault(self.database, self.key_provider, settings.keys.cache_size)
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -67,13 +74,32 @@ class Runtime:
             self.knowledge,
             self.chat_model,
             self.settings.chat,
+            self.vault,
             build_web_search(self.settings.chat.web_search),
+            self.settings.retention,
         )
+
+    @cached_property
+    def state_store(self) -> StateStore:
+        """Where agent conversation state is kept: our database, or the enterprise's hooks.
+
+        Raises:
+            ConfigError: ``state.hooks`` names a hook that cannot be loaded.
+
+        """
+        return build_state_store(self.settings, self.database, self.vault)
+
+    @cached_property
+    def validation_state_store(self) -> StateStore:
+        """The store of validation runs: always our database, even when hooks are set."""
+        if not self.settings.state.hooks:
+            return self.state_store
+        return build_state_store(self.settings, self.database, self.vault, validation=True)
 
     @cached_property
     def conversations(self) -> Conversations:
         """Conversation and message operations."""
-        return Conversations(self.database)
+        return Conversations(self.database, self.vault, self.settings.retention, self.state_store)
 
     def local_principal(self) -> Principal:
         """Return the single local user of ``auth_mode=local``, an admin, creating it once."""
@@ -93,7 +119,11 @@ class Runtime:
             return Principal.of(get_user(session, email))
 
     def close(self) -> None:
-        """Release the database connections."""
+        """Stop the state stores' background work, then release the database connections."""
+        for name in ("validation_state_store", "state_store"):
+            store = self.__dict__.pop(name, None)
+            if store is not None:
+                store.close()
         self.database.close()
 
     def __enter__(self) -> Runtime:

@@ -611,8 +611,18 @@ def test_delete_removes_the_conversation_messages_ratings_and_traces(
 # ---------------------------------------------------------------------------------------------
 
 
+def _last_used(runtime: Runtime, conversation_id: str) -> Any:
+    with runtime.database.session() as session:
+        row = session.get(Conversation, conversation_id)
+        assert row is not None
+        return row.last_used_at
+
+
 def _snapshot(runtime: Runtime, api: httpx.Client, conversation_id: str) -> Any:
-    return counts(runtime), api.get(f"/v1/conversations/{conversation_id}").json()
+    """Row counts and the conversation as read (minus last_used_at: reading is a use)."""
+    conversation = api.get(f"/v1/conversations/{conversation_id}").json()
+    conversation.pop("last_used_at")
+    return counts(runtime), conversation
 
 
 def test_bad_chat_requests_name_the_field_and_change_nothing(
@@ -872,6 +882,7 @@ def test_another_users_conversation_is_answered_exactly_like_a_missing_one(
     ann_view = client.get(f"/v1/conversations/{conversation_id}", headers=ann).json()
     ann_trace = client.get(f"/v1/messages/{answer_id}/trace", headers=ann).json()
     before = counts(rt)
+    used_before = _last_used(rt, conversation_id)
 
     foreign = _answers(client, probes, bob)
     assert [status for status, _ in foreign] == [404] * 11 + [422] * 2
@@ -882,9 +893,12 @@ def test_another_users_conversation_is_answered_exactly_like_a_missing_one(
     # ... but nothing else: every conversation and rating request is exactly what bob got
     assert as_admin[:9] == foreign[:9] and as_admin[11:] == foreign[11:]
 
-    # nothing changed for ann
+    # nothing changed for ann: not even the last use (only her own reads count)
     assert counts(rt) == before
-    assert client.get(f"/v1/conversations/{conversation_id}", headers=ann).json() == ann_view
+    assert _last_used(rt, conversation_id) == used_before
+    again = client.get(f"/v1/conversations/{conversation_id}", headers=ann).json()
+    assert again.pop("last_used_at") > ann_view.pop("last_used_at")
+    assert again == ann_view
     lists = {
         who: [c["id"] for c in client.get("/v1/conversations", headers=h).json()["conversations"]]
         for who, h in (("ann", ann), ("bob", bob), ("admin", admin))

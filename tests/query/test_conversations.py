@@ -25,7 +25,9 @@ def add_user(runtime: Runtime, email: str, admin: bool = False) -> Principal:
 def turns(runtime: Runtime) -> TurnEngine:
     """A turn engine whose model answers at once (no embedding needed)."""
     model = ScriptedChatModel(answering("Noted."))
-    return TurnEngine(runtime.database, runtime.knowledge, model, runtime.settings.chat)
+    return TurnEngine(
+        runtime.database, runtime.knowledge, model, runtime.settings.chat, runtime.vault
+    )
 
 
 def start(runtime: Runtime, who: Principal, message: str) -> tuple[str, str, str]:

@@ -11,6 +11,7 @@ import re
 import socket
 import threading
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
@@ -22,6 +23,7 @@ from search2o.errors import InputError, NotFoundError, ProviderError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.builtin_chat import NO_DOCUMENTS
 from search2o.providers.chat import ChatMessage, ToolCall
+from search2o.query.conversations import open_message
 from search2o.query.turn import TurnEngine, TurnEvent
 from search2o.query.websearch import build_web_search
 from search2o.runtime import Runtime
@@ -66,7 +68,12 @@ def engine(
     settings = runtime.settings.chat.model_copy(update=updates)
     web = build_web_search(settings.web_search)
     return TurnEngine(
-        runtime.database, runtime.knowledge, model or runtime.chat_model, settings, web
+        runtime.database,
+        runtime.knowledge,
+        model or runtime.chat_model,
+        settings,
+        runtime.vault,
+        web,
     )
 
 
@@ -83,24 +90,42 @@ def done(events: list[TurnEvent]) -> dict[str, Any]:
     return events[-1].data
 
 
-def stored_messages(runtime: Runtime, conversation_id: str) -> list[Message]:
+@dataclass(frozen=True)
+class Stored:
+    """A stored message with its sealed body opened."""
+
+    id: str
+    seq: int
+    role: str
+    text: str
+    citations: list[dict[str, Any]]
+    status: str
+    searched: bool
+
+
+def stored_messages(runtime: Runtime, conversation_id: str) -> list[Stored]:
     with runtime.database.session() as session:
-        rows = list(
-            session.scalars(
-                select(Message)
-                .where(Message.conversation_id == conversation_id)
-                .order_by(Message.seq)
-            )
+        owner = session.get(Conversation, conversation_id)
+        assert owner is not None
+        sealer = runtime.vault.sealer(session, conversation_id, owner.user_id)
+        rows = session.scalars(
+            select(Message).where(Message.conversation_id == conversation_id).order_by(Message.seq)
         )
-        session.expunge_all()
-        return rows
+        return [
+            Stored(m.id, m.seq, m.role, *open_message(sealer, m), m.status, m.searched)
+            for m in rows
+        ]
 
 
 def trace_of(runtime: Runtime, message_id: str) -> dict[str, Any]:
     with runtime.database.session() as session:
         row = session.get(RetrievalTrace, message_id)
-        assert row is not None
-        return dict(row.trace)
+        message = session.get(Message, message_id)
+        assert row is not None and message is not None
+        owner = session.get(Conversation, message.conversation_id)
+        assert owner is not None
+        sealer = runtime.vault.sealer(session, owner.id, owner.user_id)
+        return dict(sealer.open("trace", row.sealed))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,7 +282,7 @@ def test_several_tool_calls_run_concurrently_and_number_sources_per_document(
     slow = SlowEmbedder(embedder, 0.4)
     knowledge = KnowledgeStore(runtime.database, slow, runtime.settings.knowledge)
     model = ScriptedChatModel(searching(_cite_all, _two_searches))
-    turns = TurnEngine(runtime.database, knowledge, model, runtime.settings.chat)
+    turns = TurnEngine(runtime.database, knowledge, model, runtime.settings.chat, runtime.vault)
     me = runtime.local_principal()
 
     runs = [turns.ask(me, "Two things please"), turns.ask(me, "Two things please")]

@@ -8,7 +8,7 @@ from sqlalchemy import inspect, text
 from search2o.errors import ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0004"
+HEAD = "0005"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:

@@ -1,11 +1,13 @@
 """The app factory: ``create_app(settings)`` builds a FastAPI app with its own runtime.
 
 Nothing is created at import time; the runtime (database, migrations) opens when the factory
-runs and closes with the app's lifespan. Every request is logged as one structured line.
+runs and closes with the app's lifespan, which also runs the retention sweeper
+(:mod:`search2o.query.retention`). Every request is logged as one structured line.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -21,6 +23,7 @@ from search2o.api.errors import install_error_handlers
 from search2o.api.routers import chat, conversations, documents, health, search
 from search2o.config import Settings, load_settings
 from search2o.logs import configure_logging
+from search2o.query.retention import run_sweeper
 from search2o.runtime import Runtime
 
 __all__ = ["LOOPBACK_HOSTS", "create_app"]
@@ -55,7 +58,16 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
                 "local admin without a token; set SEARCH2O_AUTH_MODE=token for shared use",
                 extra={"fields": {"host": settings.host, "auth_mode": "local"}},
             )
+        sweeper = (
+            asyncio.get_running_loop().create_task(
+                run_sweeper(rt.database, rt.vault, settings.retention)
+            )
+            if settings.retention.sweep_interval_s > 0
+            else None
+        )
         yield
+        if sweeper is not None:
+            sweeper.cancel()
         if owned:
             rt.close()
 

@@ -28,6 +28,9 @@ STATUS_BY_ERROR: dict[type[errors.Search2oError], int] = {
     errors.IndexMismatchError: 409,
     errors.StorageError: 503,
     errors.ProviderError: 502,
+    errors.IntegrityCheckError: 500,
+    errors.KeyUnavailableError: 503,
+    errors.HookError: 502,
 }
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from search2o.cli import accounts, chat, knowledge, server
+from search2o.cli import accounts, chat, keys, knowledge, retention, server, state
 from search2o.cli.common import set_global_options
 
 __all__ = ["app", "main"]
@@ -52,6 +52,9 @@ app.command(rich_help_panel="Run")(server.serve)
 app.add_typer(server.db_app, name="db", rich_help_panel="Admin")
 app.add_typer(accounts.users_app, name="users", rich_help_panel="Admin")
 app.add_typer(accounts.tokens_app, name="tokens", rich_help_panel="Admin")
+app.add_typer(keys.keys_app, name="keys", rich_help_panel="Admin")
+app.add_typer(retention.retention_app, name="retention", rich_help_panel="Admin")
+app.add_typer(state.state_app, name="state", rich_help_panel="Admin")
 
 
 def main() -> None:

@@ -4,27 +4,40 @@ Every function takes the caller's :class:`~search2o.accounts.Principal` and trea
 user's conversation or message exactly like a missing one (:class:`NotFoundError`, HTTP 404),
 with the same message. The only exception is :meth:`Conversations.trace`, which admins may read
 too. Conversations are created only by a turn (:mod:`search2o.query.turn`), never empty.
+
+Content is sealed (:mod:`search2o.crypto.vault`): the title (kind ``title``), each message's
+text and citations (kind ``message``), summaries and traces are stored only encrypted under the
+conversation's data key. An expired conversation (see :class:`~search2o.config.
+RetentionSettings`) is treated as missing on every path, before the sweeper removes it; reading
+a conversation's messages counts as a use.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
+from search2o.config import RetentionSettings
+from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, NotFoundError
+from search2o.state.store import StateStore
 from search2o.storage.db import Database
 from search2o.storage.models import (
     Conversation,
+    ConversationKey,
+    ConversationState,
     ConversationSummary,
     Message,
     RetrievalTrace,
+    StateChange,
     utcnow,
 )
 
@@ -34,6 +47,11 @@ __all__ = [
     "MessageInfo",
     "Rating",
     "append_message",
+    "create_conversation",
+    "delete_conversations",
+    "expiry_cutoff",
+    "live",
+    "open_message",
     "owned_conversation",
     "validate_title",
 ]
@@ -59,11 +77,10 @@ class ConversationInfo:
     message_count: int
 
     @classmethod
-    def of(cls, row: Conversation) -> ConversationInfo:
-        """Build from a stored row."""
-        return cls(
-            row.id, row.title, row.pinned, row.created_at, row.last_used_at, row.message_count
-        )
+    def of(cls, row: Conversation, sealer: Sealer) -> ConversationInfo:
+        """Build from a stored row, opening its title with the conversation's ``sealer``."""
+        title = sealer.open("title", row.title_sealed, f"title of conversation {row.id}")
+        return cls(row.id, title, row.pinned, row.created_at, row.last_used_at, row.message_count)
 
 
 @dataclass(frozen=True)
@@ -82,14 +99,15 @@ class MessageInfo:
     created_at: datetime
 
     @classmethod
-    def of(cls, row: Message) -> MessageInfo:
-        """Build from a stored row."""
+    def of(cls, row: Message, sealer: Sealer) -> MessageInfo:
+        """Build from a stored row, opening its body with the conversation's ``sealer``."""
+        text, citations = open_message(sealer, row)
         return cls(
             row.id,
             row.conversation_id,
             row.role,
-            row.text,
-            list(row.citations),
+            text,
+            citations,
             row.status,
             row.searched,
             row.rating,
@@ -106,13 +124,33 @@ def _missing_message(message_id: str) -> NotFoundError:
     return NotFoundError(f"message {message_id!r} not found")
 
 
+def expiry_cutoff(retention: RetentionSettings | None, plan: str) -> datetime | None:
+    """Return the instant before which an unpinned conversation of ``plan`` is expired.
+
+    ``None`` means its conversations never expire (unlimited plan, or no retention given).
+    """
+    days = retention.days_for(plan) if retention is not None else None
+    return None if days is None else utcnow() - timedelta(days=days)
+
+
+def live(cutoff: datetime | None) -> ColumnElement[bool]:
+    """Return the SQL condition "pinned, or used at or after ``cutoff``"."""
+    if cutoff is None:
+        return true()
+    return or_(Conversation.pinned.is_(True), Conversation.last_used_at >= cutoff)
+
+
 def owned_conversation(
-    session: Session, principal: Principal, conversation_id: str
+    session: Session,
+    principal: Principal,
+    conversation_id: str,
+    retention: RetentionSettings | None = None,
 ) -> Conversation:
-    """Return the caller's conversation ``conversation_id``.
+    """Return the caller's conversation ``conversation_id``, if it has not expired.
 
     Raises:
-        NotFoundError: it does not exist or belongs to someone else (same message).
+        NotFoundError: it does not exist, belongs to someone else, or expired under
+            ``retention`` (all with the same message).
 
     """
     if not _ID.fullmatch(conversation_id):
@@ -120,7 +158,51 @@ def owned_conversation(
     row = session.get(Conversation, conversation_id)
     if row is None or row.user_id != principal.user_id:
         raise _missing_conversation(conversation_id)
+    cutoff = expiry_cutoff(retention, principal.plan)
+    if cutoff is not None and not row.pinned and row.last_used_at < cutoff:
+        raise _missing_conversation(conversation_id)
     return row
+
+
+def create_conversation(
+    session: Session, vault: Vault, principal: Principal, title: str
+) -> tuple[Conversation, Sealer]:
+    """Create a conversation of ``principal`` with its data key and sealed ``title``."""
+    conversation = Conversation(user_id=principal.user_id, title_sealed=b"")
+    session.add(conversation)
+    session.flush()
+    sealer = vault.create(session, conversation.id, principal.user_id)
+    conversation.title_sealed = sealer.seal("title", title)
+    return conversation, sealer
+
+
+def open_message(sealer: Sealer, row: Message) -> tuple[str, list[dict[str, Any]]]:
+    """Return a stored message's ``(text, citations)``.
+
+    Raises:
+        IntegrityCheckError: the body was altered or belongs to another conversation.
+
+    """
+    body = sealer.open("message", row.body, f"message {row.id}")
+    return str(body["text"]), list(body["citations"])
+
+
+def delete_conversations(session: Session, conversation_ids: Iterable[str]) -> int:
+    """Delete conversations with everything under them; return how many were deleted.
+
+    Children go first, explicitly (nothing relies on the backend's cascade): traces, messages,
+    summary, agent state and its changes, the data key.
+    """
+    ids = list(conversation_ids)
+    if not ids:
+        return 0
+    message_ids = select(Message.id).where(Message.conversation_id.in_(ids))
+    session.execute(delete(RetrievalTrace).where(RetrievalTrace.message_id.in_(message_ids)))
+    session.execute(delete(Message).where(Message.conversation_id.in_(ids)))
+    for table in (ConversationSummary, StateChange, ConversationState, ConversationKey):
+        session.execute(delete(table).where(table.conversation_id.in_(ids)))
+    result = session.execute(delete(Conversation).where(Conversation.id.in_(ids)))
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def validate_title(title: str) -> str:
@@ -143,11 +225,20 @@ def validate_title(title: str) -> str:
     return text
 
 
-def append_message(session: Session, conversation: Conversation, **values: Any) -> Message:
-    """Add a message at the conversation's next position and mark the conversation used.
+def append_message(
+    session: Session,
+    conversation: Conversation,
+    sealer: Sealer,
+    *,
+    text: str,
+    citations: list[dict[str, Any]] | None = None,
+    **values: Any,
+) -> Message:
+    """Add a message (sealed ``text`` and ``citations``) at the conversation's next position.
 
-    The position comes from an atomic ``UPDATE ... RETURNING`` of ``message_count``, so two
-    turns appending to one conversation at once never take the same position.
+    The position comes from an atomic ``UPDATE ... RETURNING`` of ``message_count``, which also
+    marks the conversation used, so two turns appending to one conversation at once never take
+    the same position. ``values`` are the other :class:`Message` columns (``role``...).
 
     Raises:
         NotFoundError: the conversation was deleted meanwhile.
@@ -161,7 +252,8 @@ def append_message(session: Session, conversation: Conversation, **values: Any) 
     ).scalar_one_or_none()
     if seq is None:
         raise _missing_conversation(conversation.id)
-    message = Message(conversation_id=conversation.id, seq=seq, **values)
+    body = sealer.seal("message", {"text": text, "citations": citations or []})
+    message = Message(conversation_id=conversation.id, seq=seq, body=body, **values)
     session.add(message)
     session.flush()
     return message
@@ -172,11 +264,33 @@ class Conversations:
 
     Args:
         database: the open database.
+        vault: the data keys that open the conversations' sealed content.
+        retention: when conversations expire (``None``: never).
+        state_store: the agent state store; a user's delete deletes the state there too (with
+            enterprise hooks, that calls the hook's ``delete_conversation``).
 
     """
 
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self,
+        database: Database,
+        vault: Vault,
+        retention: RetentionSettings | None = None,
+        state_store: StateStore | None = None,
+    ) -> None:
         self._db = database
+        self._vault = vault
+        self._retention = retention
+        self._state = state_store
+
+    def _info(self, session: Session, row: Conversation) -> ConversationInfo:
+        return ConversationInfo.of(row, self._vault.sealer(session, row.id, row.user_id))
+
+    def _owned(self, session: Session, principal: Principal, conversation_id: str) -> Conversation:
+        return owned_conversation(session, principal, conversation_id, self._retention)
+
+    def _live(self, principal: Principal) -> ColumnElement[bool]:
+        return live(expiry_cutoff(self._retention, principal.plan))
 
     def list_conversations(
         self, principal: Principal, limit: int = 50, offset: int = 0
@@ -194,46 +308,51 @@ class Conversations:
         with self._db.session() as session:
             rows = session.scalars(
                 select(Conversation)
-                .where(Conversation.user_id == principal.user_id)
+                .where(Conversation.user_id == principal.user_id, self._live(principal))
                 .order_by(
                     Conversation.pinned.desc(), Conversation.last_used_at.desc(), Conversation.id
                 )
                 .limit(limit)
                 .offset(offset)
             )
-            return [ConversationInfo.of(row) for row in rows]
+            return [self._info(session, row) for row in rows]
 
     def latest(self, principal: Principal) -> ConversationInfo | None:
         """Return the caller's most recently used conversation, pinned or not, if any."""
         with self._db.session() as session:
             row = session.scalars(
                 select(Conversation)
-                .where(Conversation.user_id == principal.user_id)
+                .where(Conversation.user_id == principal.user_id, self._live(principal))
                 .order_by(Conversation.last_used_at.desc())
                 .limit(1)
             ).first()
-            return None if row is None else ConversationInfo.of(row)
+            return None if row is None else self._info(session, row)
 
     def get(self, principal: Principal, conversation_id: str) -> ConversationInfo:
-        """Return one conversation of the caller.
+        """Return one conversation of the caller (a read: it counts as a use).
 
         Raises:
-            NotFoundError: missing or another user's.
+            NotFoundError: missing, expired or another user's.
 
         """
         with self._db.session() as session:
-            return ConversationInfo.of(owned_conversation(session, principal, conversation_id))
+            row = self._owned(session, principal, conversation_id)
+            row.last_used_at = utcnow()
+            return self._info(session, row)
 
     def messages(self, principal: Principal, conversation_id: str) -> list[MessageInfo]:
-        """Return the conversation's messages in order.
+        """Return the conversation's messages in order (a read: it counts as a use).
 
         Raises:
-            NotFoundError: missing or another user's.
+            NotFoundError: missing, expired or another user's.
+            IntegrityCheckError: a stored message was altered.
 
         """
         with self._db.session() as session:
-            row = owned_conversation(session, principal, conversation_id)
-            return [MessageInfo.of(m) for m in row.messages]
+            row = self._owned(session, principal, conversation_id)
+            row.last_used_at = utcnow()
+            sealer = self._vault.sealer(session, row.id, row.user_id)
+            return [MessageInfo.of(m, sealer) for m in row.messages]
 
     def update(
         self,
@@ -252,33 +371,32 @@ class Conversations:
         """
         clean = validate_title(title) if title is not None else None
         with self._db.session() as session:
-            row = owned_conversation(session, principal, conversation_id)
+            row = self._owned(session, principal, conversation_id)
+            sealer = self._vault.sealer(session, row.id, row.user_id)
             if clean is not None:
-                row.title = clean
+                row.title_sealed = sealer.seal("title", clean)
             if pinned is not None:
                 row.pinned = pinned
             session.flush()
-            return ConversationInfo.of(row)
+            return ConversationInfo.of(row, sealer)
 
     def delete(self, principal: Principal, conversation_id: str) -> None:
-        """Delete a conversation with its messages, ratings, traces and summary.
+        """Delete a conversation with everything under it (:func:`delete_conversations`).
+
+        The agent state goes first, in the same transaction: when an enterprise hook keeps it,
+        the hook's ``delete_conversation`` is called, and if it fails nothing is deleted.
 
         Raises:
-            NotFoundError: missing or another user's.
+            NotFoundError: missing, expired or another user's.
+            HookError: the enterprise hook failed (nothing was deleted).
 
         """
         with self._db.session() as session:
-            row = owned_conversation(session, principal, conversation_id)
-            message_ids = select(Message.id).where(Message.conversation_id == row.id)
-            # Explicit deletes, children first: nothing relies on the backend's cascade.
-            session.execute(
-                delete(RetrievalTrace).where(RetrievalTrace.message_id.in_(message_ids))
-            )
-            session.execute(delete(Message).where(Message.conversation_id == row.id))
-            session.execute(
-                delete(ConversationSummary).where(ConversationSummary.conversation_id == row.id)
-            )
-            session.execute(delete(Conversation).where(Conversation.id == row.id))
+            row = self._owned(session, principal, conversation_id)
+            if self._state is not None:
+                self._state.delete(row.id, principal, session=session)
+            delete_conversations(session, [row.id])
+        self._vault.forget(conversation_id)
 
     def _owned_message(self, session: Session, principal: Principal, message_id: str) -> Message:
         if not _ID.fullmatch(message_id):
@@ -286,12 +404,19 @@ class Conversations:
         message = session.get(Message, message_id)
         if message is None:
             raise _missing_message(message_id)
+        try:
+            self._owned(session, principal, message.conversation_id)
+        except NotFoundError:
+            raise _missing_message(message_id) from None
+        return message
+
+    def _message_sealer(self, session: Session, message: Message) -> Sealer:
         owner = session.scalar(
             select(Conversation.user_id).where(Conversation.id == message.conversation_id)
         )
-        if owner != principal.user_id:
-            raise _missing_message(message_id)
-        return message
+        if owner is None:
+            raise _missing_message(message.id)
+        return self._vault.sealer(session, message.conversation_id, owner)
 
     def rate(self, principal: Principal, message_id: str, rating: Rating | None) -> MessageInfo:
         """Set (``up``/``down``) or clear (``None``) the rating of an assistant message.
@@ -308,7 +433,7 @@ class Conversations:
             message.rating = rating
             message.rated_at = utcnow() if rating is not None else None
             session.flush()
-            return MessageInfo.of(message)
+            return MessageInfo.of(message, self._message_sealer(session, message))
 
     def trace(self, principal: Principal, message_id: str) -> dict[str, Any]:
         """Return the retrieval trace of an answer; its owner and admins may read it.
@@ -328,7 +453,9 @@ class Conversations:
             row = session.get(RetrievalTrace, message.id)
             if row is None:
                 raise NotFoundError(f"message {message_id!r} has no retrieval trace")
-            return dict(row.trace)
+            sealer = self._message_sealer(session, message)
+            trace: dict[str, Any] = sealer.open("trace", row.sealed, f"trace of {message.id}")
+            return trace
 
     def count(self, principal: Principal) -> int:
         """Return how many conversations the caller has."""
@@ -337,7 +464,7 @@ class Conversations:
                 session.scalar(
                     select(func.count())
                     .select_from(Conversation)
-                    .where(Conversation.user_id == principal.user_id)
+                    .where(Conversation.user_id == principal.user_id, self._live(principal))
                 )
                 or 0
             )

@@ -33,13 +33,19 @@ from sqlalchemy.orm import Session
 
 from search2o import aio
 from search2o.accounts import Principal
-from search2o.config import ChatSettings
+from search2o.config import ChatSettings, RetentionSettings
+from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, NotFoundError, Search2oError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import ChatMessage, ChatModel, Passage, TextDelta, ToolCall
 from search2o.providers.tokens import build_token_counter
 from search2o.query.citations import CitationFilter, CitationRegistry
-from search2o.query.conversations import append_message, owned_conversation
+from search2o.query.conversations import (
+    append_message,
+    create_conversation,
+    open_message,
+    owned_conversation,
+)
 from search2o.query.summary import extractive_summary
 from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
 from search2o.query.websearch import WebSearchProvider
@@ -112,7 +118,9 @@ class TurnEngine:
         knowledge: the Knowledge Store ``search_knowledge`` searches.
         model: the chat model.
         settings: the ``chat`` settings.
+        vault: the conversations' data keys (every stored text is sealed with them).
         web_search: the admin-configured web search provider, or ``None`` (no ``web_search``).
+        retention: when conversations expire (an expired one is missing; ``None``: never).
 
     """
 
@@ -122,9 +130,13 @@ class TurnEngine:
         knowledge: KnowledgeStore,
         model: ChatModel,
         settings: ChatSettings,
+        vault: Vault,
         web_search: WebSearchProvider | None = None,
+        retention: RetentionSettings | None = None,
     ) -> None:
         self._db = database
+        self._vault = vault
+        self._retention = retention
         self._knowledge = knowledge
         self.model = model
         self._settings = settings
@@ -163,7 +175,7 @@ class TurnEngine:
         model_message, truncated = self.budget.fit_message(system, text)
         if conversation_id is not None:
             with self._db.session() as session:
-                owned_conversation(session, principal, conversation_id)
+                owned_conversation(session, principal, conversation_id, self._retention)
         return PreparedTurn(
             principal,
             text,
@@ -206,9 +218,7 @@ class TurnEngine:
 
         """
         clock = _Clock()
-        title = (
-            await self.model.write_title(turn.message) if turn.conversation_id is None else ""
-        )
+        title = await self.model.write_title(turn.message) if turn.conversation_id is None else ""
         conversation, user_message, history, created = await asyncio.to_thread(
             self._open, turn, title
         )
@@ -216,7 +226,7 @@ class TurnEngine:
             "conversation",
             {
                 "conversation_id": conversation.id,
-                "title": conversation.title,
+                "title": history.title,
                 "created": created,
                 "user_message_id": user_message.id,
             },
@@ -242,7 +252,7 @@ class TurnEngine:
             trace["timings"] = clock.timings()
             # The worker thread finishes the write even if this task is cancelled again.
             answer_id = await asyncio.to_thread(
-                self._store_answer, turn, conversation.id, state, trace, status
+                self._store_answer, turn, history.sealer, state, trace, status
             )
         if state.error is not None:
             yield TurnEvent(
@@ -273,39 +283,44 @@ class TurnEngine:
 
     # ---------------------------------------------------------------------------------------
 
-    def _open(
-        self, turn: PreparedTurn, title: str
-    ) -> tuple[Conversation, Message, _History, bool]:
+    def _open(self, turn: PreparedTurn, title: str) -> tuple[Conversation, Message, _History, bool]:
         with self._db.session() as session:
             if turn.conversation_id is None:
-                conversation = Conversation(user_id=turn.principal.user_id, title=title)
-                session.add(conversation)
-                session.flush()
+                conversation, sealer = create_conversation(
+                    session, self._vault, turn.principal, title
+                )
+                history = _History(conversation.id, sealer, title)
                 created = True
             else:
-                conversation = owned_conversation(session, turn.principal, turn.conversation_id)
+                conversation = owned_conversation(
+                    session, turn.principal, turn.conversation_id, self._retention
+                )
+                sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
+                history = self._read_history(session, sealer)
+                history.title = sealer.open("title", conversation.title_sealed)
                 created = False
-            history = _History(conversation.id)
-            if not created:
-                history = self._read_history(session, conversation.id)
             user_message = append_message(
-                session, conversation, role="user", text=turn.message, agent=turn.agent
+                session, conversation, sealer, role="user", text=turn.message, agent=turn.agent
             )
             session.expunge_all()
         return conversation, user_message, history, created
 
-    def _read_history(self, session: Session, conversation_id: str) -> _History:
-        """Read the summary and the messages after it (summaries on) or the last N (off)."""
-        history = _History(conversation_id)
+    def _read_history(self, session: Session, sealer: Sealer) -> _History:
+        """Read the summary and the messages after it (summaries on) or the last N (off).
+
+        Messages without text (an answer that failed before its first word) are skipped.
+        """
+        conversation_id = sealer.conversation_id
+        history = _History(conversation_id, sealer)
         query = select(Message).where(
             Message.conversation_id == conversation_id,
             Message.role.in_(("user", "assistant")),
-            Message.text != "",
         )
         if self._settings.summaries:
             summary = session.get(ConversationSummary, conversation_id)
             if summary is not None:
-                history.summary, history.through_seq = summary.text, summary.through_seq
+                history.summary = sealer.open("summary", summary.sealed)
+                history.through_seq = summary.through_seq
                 query = query.where(Message.seq > summary.through_seq)
             rows = list(session.scalars(query.order_by(Message.seq)))
         else:
@@ -315,8 +330,11 @@ class TurnEngine:
                 if limit
                 else []
             )
-        history.messages = [ChatMessage(m.role, m.text) for m in rows]  # type: ignore[arg-type]
-        history.seqs = [m.seq for m in rows]
+        for row in rows:
+            text, _ = open_message(sealer, row)
+            if text:
+                history.messages.append(ChatMessage(row.role, text))  # type: ignore[arg-type]
+                history.seqs.append(row.seq)
         return history
 
     async def _compact(
@@ -354,7 +372,7 @@ class TurnEngine:
             else extractive_summary(previous, messages, max_tokens * 3)
         )
         through = history.seqs[folded[-1]]
-        await asyncio.to_thread(self._store_summary, history.conversation_id, summary, through)
+        await asyncio.to_thread(self._store_summary, history.sealer, summary, through)
         kept = len(folded)
         history.summary, history.through_seq = summary, through
         history.messages, history.seqs = history.messages[kept:], history.seqs[kept:]
@@ -366,17 +384,20 @@ class TurnEngine:
         }
         return self.budget.build(system, history.messages, message, summary=history.summary)
 
-    def _store_summary(self, conversation_id: str, summary: str, through: int) -> None:
+    def _store_summary(self, sealer: Sealer, summary: str, through: int) -> None:
+        sealed = sealer.seal("summary", summary)
         with self._db.session() as session:
-            row = session.get(ConversationSummary, conversation_id)
+            if session.get(Conversation, sealer.conversation_id) is None:
+                return  # deleted meanwhile: stays deleted
+            row = session.get(ConversationSummary, sealer.conversation_id)
             if row is None:
                 session.add(
                     ConversationSummary(
-                        conversation_id=conversation_id, text=summary, through_seq=through
+                        conversation_id=sealer.conversation_id, sealed=sealed, through_seq=through
                     )
                 )
             else:
-                row.text, row.through_seq, row.updated_at = summary, through, utcnow()
+                row.sealed, row.through_seq, row.updated_at = sealed, through, utcnow()
 
     def _tools(self, principal: Principal) -> list[Tool]:
         tools: list[Tool] = []
@@ -499,12 +520,13 @@ class TurnEngine:
     def _store_answer(
         self,
         turn: PreparedTurn,
-        conversation_id: str,
+        sealer: Sealer,
         state: _AnswerState,
         trace: dict[str, Any],
         status: str,
     ) -> str | None:
         trace["status"] = status
+        conversation_id = sealer.conversation_id
         # A conversation deleted while the turn ran stays deleted: the answer is dropped, whether
         # the row is already gone here or vanishes before append_message's update.
         try:
@@ -515,6 +537,7 @@ class TurnEngine:
                 message = append_message(
                     session,
                     conversation,
+                    sealer,
                     role="assistant",
                     text=state.text,
                     citations=[c.to_dict() for c in state.filter.used],
@@ -522,7 +545,9 @@ class TurnEngine:
                     searched=state.searched,
                     agent=turn.agent,
                 )
-                session.add(RetrievalTrace(message_id=message.id, trace=trace))
+                session.add(
+                    RetrievalTrace(message_id=message.id, sealed=sealer.seal("trace", trace))
+                )
                 return message.id
         except NotFoundError:
             return None
@@ -548,6 +573,8 @@ class _History:
     """A conversation's summary and the messages after it (with their positions)."""
 
     conversation_id: str
+    sealer: Sealer
+    title: str = ""
     summary: str = ""
     through_seq: int = 0
     messages: list[ChatMessage] = field(default_factory=list)

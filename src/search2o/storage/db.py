@@ -33,6 +33,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    # Deleted content is overwritten with zeros, not left in free pages of the file
+    # (SQLite documentation, "PRAGMA secure_delete").
+    cursor.execute("PRAGMA secure_delete=ON")
     cursor.close()
 
 
@@ -42,6 +45,8 @@ class Database:
     Args:
         url: SQLAlchemy URL (``sqlite:///path.db`` or ``postgresql+psycopg://...``).
         migrate: apply pending migrations now (the default; ``search2o db upgrade`` does the same).
+        key_provider: the :class:`~search2o.crypto.keys.KeyProvider` a migration uses to seal
+            conversations stored before encryption (revision 0005).
 
     Raises:
         ConfigError: the URL is malformed or names an unsupported backend.
@@ -49,7 +54,8 @@ class Database:
 
     """
 
-    def __init__(self, url: str, *, migrate: bool = True) -> None:
+    def __init__(self, url: str, *, migrate: bool = True, key_provider: Any | None = None) -> None:
+        self._key_provider = key_provider
         try:
             parsed = make_url(url)
         except ArgumentError as exc:
@@ -81,7 +87,11 @@ class Database:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if migrate:
-            self.upgrade()
+            try:
+                self.upgrade()
+            except BaseException:
+                self.engine.dispose()  # no pooled connection outlives a failed open
+                raise
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -126,11 +136,19 @@ class Database:
 
         try:
             with self.engine.begin() as connection:
+                if self.backend == "sqlite":
+                    # Batch migrations rebuild tables (copy, drop, rename); with foreign keys on,
+                    # dropping the old table would cascade-delete the rows that refer to it
+                    # (Alembic docs, "Running batch migrations for SQLite ... foreign keys").
+                    connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
                 config = self._alembic_config()
                 config.attributes["connection"] = connection
+                config.attributes["key_provider"] = self._key_provider
                 getattr(command, direction)(config, revision)
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot migrate {self.describe()}: {_one_line(exc)}") from exc
+        except RuntimeError as exc:  # a migration's own refusal (see 0005)
+            raise StorageError(f"cannot migrate {self.describe()}: {exc}") from exc
 
     def current_revision(self) -> str | None:
         """Return the applied Alembic revision, or ``None`` for a blank database."""

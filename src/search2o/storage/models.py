@@ -35,6 +35,8 @@ __all__ = [
     "Chunk",
     "ChunkEmbedding",
     "Conversation",
+    "ConversationKey",
+    "ConversationState",
     "ConversationSummary",
     "Counter",
     "Document",
@@ -42,6 +44,7 @@ __all__ = [
     "EmbeddingVector",
     "Message",
     "RetrievalTrace",
+    "StateChange",
     "UTCDateTime",
     "User",
     "VectorSpace",
@@ -252,7 +255,7 @@ class Conversation(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    title: Mapped[str] = mapped_column(Text, default="")
+    title_sealed: Mapped[bytes] = mapped_column(LargeBinary)
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     message_count: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
@@ -264,7 +267,7 @@ class Conversation(Base):
 
 
 class Message(Base):
-    """One user turn or assistant answer.
+    """One user turn or assistant answer; ``body`` seals ``{"text", "citations"}``.
 
     ``status`` is ``complete``, ``interrupted`` (the client left; the partial answer is kept)
     or ``failed`` (a model or tool error; the text is what was produced before it).
@@ -278,8 +281,7 @@ class Message(Base):
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(16))
-    text: Mapped[str] = mapped_column(Text, default="")
-    citations: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    body: Mapped[bytes] = mapped_column(LargeBinary)
     agent: Mapped[str | None] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(16), default="complete")
     searched: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -293,24 +295,70 @@ class Message(Base):
 
 
 class RetrievalTrace(Base):
-    """What one answer did: tool calls, queries, hits, what was packed, timings (JSON)."""
+    """What one answer did: tool calls, queries, hits, what was packed, timings (sealed JSON)."""
 
     __tablename__ = "retrieval_traces"
 
     message_id: Mapped[str] = mapped_column(
         ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
     )
-    trace: Mapped[dict[str, Any]] = mapped_column(JSON)
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class ConversationSummary(Base):
-    """The running summary of a conversation's older messages, up to ``through_seq``."""
+    """The running summary (sealed text) of a conversation's older messages, to ``through_seq``."""
 
     __tablename__ = "conversation_summaries"
 
     conversation_id: Mapped[str] = mapped_column(
         ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
     )
-    text: Mapped[str] = mapped_column(Text)
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
     through_seq: Mapped[int] = mapped_column(Integer)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ConversationKey(Base):
+    """A conversation's data key, wrapped by version ``kek_version`` of the KEK ``kek_id``."""
+
+    __tablename__ = "conversation_keys"
+    __table_args__ = (Index("ix_conversation_keys_kek", "kek_id", "kek_version"),)
+
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    kek_id: Mapped[str] = mapped_column(String(200))
+    kek_version: Mapped[int] = mapped_column(Integer)
+    wrapped: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ConversationState(Base):
+    """The head of a conversation's agent state: its version and the compacted snapshot.
+
+    ``snapshot`` (sealed, ``None`` before the first compaction) holds the state as of
+    ``snapshot_version``; the changes after it are rows of :class:`StateChange`.
+    """
+
+    __tablename__ = "conversation_states"
+
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    snapshot: Mapped[bytes | None] = mapped_column(LargeBinary)
+    snapshot_version: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class StateChange(Base):
+    """The sealed changes one save appended, as version ``version`` of a conversation's state."""
+
+    __tablename__ = "state_changes"
+
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -1,0 +1,68 @@
+"""CLI commands for conversation state: ``search2o state conformance`` checks a state hook."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from search2o.cli.common import console, handle_errors
+from search2o.errors import InputError
+from search2o.state.conformance import http_hook_target, run_checks, run_http_checks
+
+__all__ = ["state_app"]
+
+state_app = typer.Typer(help="Conversation state of the Agent Engine.", no_args_is_help=True)
+
+
+@state_app.command("conformance")
+@handle_errors
+def conformance(
+    url: Annotated[
+        str,
+        typer.Option(
+            help="The hook's base URL (requests go to URL/save, /restore, /delete).",
+            envvar="SEARCH2O_STATE__HOOKS",
+        ),
+    ],
+    secret: Annotated[
+        str,
+        typer.Option(
+            help="The HMAC-SHA256 signing secret shared with the hook.",
+            envvar="SEARCH2O_STATE__HOOK_SECRET",
+        ),
+    ],
+    timeout: Annotated[float, typer.Option(help="Seconds per request.", min=0.1)] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Run the state store conformance suite against an HTTP state hook.
+
+    Uses fresh random conversations of made-up users; exit code 1 when a check fails.
+    """
+    if not url.startswith(("http://", "https://")):
+        raise InputError("--url", f"{url!r} must start with http:// or https://")
+    if not secret:
+        raise InputError("--secret", "must not be empty")
+    results = run_checks(http_hook_target(url, secret, timeout))
+    results += run_http_checks(url, secret, timeout)
+    if as_json:
+        typer.echo(json.dumps([asdict(r) for r in results], indent=2))
+    else:
+        table = Table(title=f"state hook conformance: {url}")
+        table.add_column("check", no_wrap=True)
+        table.add_column("result", no_wrap=True)
+        table.add_column("ms", justify="right")
+        table.add_column("detail")
+        for r in results:
+            outcome = "PASS" if r.passed else "FAIL"
+            table.add_row(
+                r.name.removeprefix("check_"), outcome, f"{r.seconds * 1000:.0f}", r.detail
+            )
+        console.print(table)
+        failed = sum(not r.passed for r in results)
+        console.print(f"{len(results) - failed} passed, {failed} failed")
+    if any(not r.passed for r in results):
+        raise typer.Exit(1)

@@ -1,0 +1,191 @@
+"""Per-conversation data keys: create, unwrap (cached), seal and open records, re-wrap.
+
+Each conversation gets a random 256-bit data key when it is created, stored only wrapped by the
+KEK of the configured :class:`~search2o.crypto.keys.KeyProvider` (table ``conversation_keys``).
+Records of the conversation — title, messages, summary, traces, agent state — are sealed with
+that data key and associated data naming the kind, the conversation and its owner
+(:mod:`search2o.crypto.envelope`). Deleting the conversation deletes the key with it.
+
+Unwrapped data keys are kept in a bounded in-process LRU cache (``keys.cache_size``), so a turn
+unwraps at most once; a rotation changes only the wrapping, never the data keys, so the cache
+stays valid.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter as Tally
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from search2o.crypto.envelope import associated_data, new_data_key, open_json, seal_json
+from search2o.crypto.keys import KeyProvider, WrappedKey
+from search2o.errors import NotFoundError
+from search2o.storage.db import Database
+from search2o.storage.models import ConversationKey
+
+__all__ = ["RewrapReport", "Sealer", "Vault"]
+
+_REWRAP_BATCH = 500
+
+
+@dataclass(frozen=True)
+class RewrapReport:
+    """What a re-wrap did: keys re-wrapped to ``version``, keys already there."""
+
+    version: int
+    rewrapped: int
+    unchanged: int
+
+
+@dataclass(frozen=True)
+class Sealer:
+    """Seals and opens the records of one conversation (its data key, id and owner)."""
+
+    conversation_id: str
+    owner_id: int
+    _key: bytes
+
+    def seal(self, kind: str, value: Any) -> bytes:
+        """Seal ``value`` (JSON-serialisable) as a record of ``kind``.
+
+        Raises:
+            TypeError: ``value`` is not JSON-serialisable.
+
+        """
+        return seal_json(self._key, value, self._aad(kind))
+
+    def open(self, kind: str, blob: bytes, what: str | None = None) -> Any:
+        """Open a record of ``kind`` sealed for this conversation and owner.
+
+        Raises:
+            IntegrityCheckError: altered, or sealed for another conversation, owner or kind.
+
+        """
+        label = what or f"{kind} of conversation {self.conversation_id}"
+        return open_json(self._key, blob, self._aad(kind), label)
+
+    def _aad(self, kind: str) -> bytes:
+        return associated_data(kind, self.conversation_id, self.owner_id)
+
+
+class Vault:
+    """Data keys of conversations, wrapped by ``provider``'s KEK.
+
+    Args:
+        database: where ``conversation_keys`` lives.
+        provider: the key provider.
+        cache_size: how many unwrapped data keys to keep in memory (0 = none).
+
+    """
+
+    def __init__(self, database: Database, provider: KeyProvider, cache_size: int = 4096) -> None:
+        self._db = database
+        self.provider = provider
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def create(self, session: Session, conversation_id: str, owner_id: int) -> Sealer:
+        """Give a new conversation its data key (inside the caller's transaction)."""
+        data_key = new_data_key()
+        wrapped = self.provider.wrap(data_key)
+        session.add(
+            ConversationKey(
+                conversation_id=conversation_id,
+                kek_id=wrapped.key_id,
+                kek_version=wrapped.version,
+                wrapped=wrapped.blob,
+            )
+        )
+        self._remember(conversation_id, data_key)
+        return Sealer(conversation_id, owner_id, data_key)
+
+    def sealer(self, session: Session, conversation_id: str, owner_id: int) -> Sealer:
+        """Return the sealer of an existing conversation.
+
+        Raises:
+            NotFoundError: the conversation has no data key (it was deleted).
+            KeyUnavailableError: the KEK version that wraps it is retired or unreachable.
+            IntegrityCheckError: the wrapped key was altered.
+
+        """
+        with self._lock:
+            data_key = self._cache.get(conversation_id)
+            if data_key is not None:
+                self._cache.move_to_end(conversation_id)
+        if data_key is None:
+            row = session.get(ConversationKey, conversation_id)
+            if row is None:
+                raise NotFoundError(f"conversation {conversation_id!r} not found")
+            data_key = self.provider.unwrap(
+                WrappedKey(row.kek_id, row.kek_version, bytes(row.wrapped))
+            )
+            self._remember(conversation_id, data_key)
+        return Sealer(conversation_id, owner_id, data_key)
+
+    def forget(self, conversation_id: str) -> None:
+        """Drop a deleted conversation's key from the cache."""
+        with self._lock:
+            self._cache.pop(conversation_id, None)
+
+    def versions_in_use(self) -> dict[tuple[str, int], int]:
+        """How many data keys each ``(kek_id, kek_version)`` wraps."""
+        with self._db.session() as session:
+            rows = session.execute(select(ConversationKey.kek_id, ConversationKey.kek_version))
+            return dict(Tally((kek_id, version) for kek_id, version in rows))
+
+    def rewrap_all(self) -> RewrapReport:
+        """Re-wrap every data key not under the provider's current KEK version.
+
+        Content is never decrypted: each data key is unwrapped with its old version and wrapped
+        with the current one, in batches of 500 per transaction (a crash leaves every key
+        readable: old versions stay usable until retired).
+
+        Raises:
+            KeyUnavailableError, IntegrityCheckError: a data key could not be unwrapped.
+
+        """
+        current = next(v.version for v in self.provider.versions() if v.current)
+        rewrapped = unchanged = 0
+        after = ""
+        while True:
+            with self._db.session() as session:
+                rows = list(
+                    session.scalars(
+                        select(ConversationKey)
+                        .where(ConversationKey.conversation_id > after)
+                        .order_by(ConversationKey.conversation_id)
+                        .limit(_REWRAP_BATCH)
+                    )
+                )
+                for row in rows:
+                    if row.kek_id == self.provider.key_id and row.kek_version == current:
+                        unchanged += 1
+                        continue
+                    data_key = self.provider.unwrap(
+                        WrappedKey(row.kek_id, row.kek_version, bytes(row.wrapped))
+                    )
+                    wrapped = self.provider.wrap(data_key)
+                    row.kek_id, row.kek_version, row.wrapped = (
+                        wrapped.key_id,
+                        wrapped.version,
+                        wrapped.blob,
+                    )
+                    rewrapped += 1
+            if len(rows) < _REWRAP_BATCH:
+                return RewrapReport(current, rewrapped, unchanged)
+            after = rows[-1].conversation_id
+
+    def _remember(self, conversation_id: str, data_key: bytes) -> None:
+        if self._cache_size == 0:
+            return
+        with self._lock:
+            self._cache[conversation_id] = data_key
+            self._cache.move_to_end(conversation_id)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)

@@ -1,0 +1,598 @@
+"""Where conversation state lives: the :class:`StateStore` protocol and our encrypted store.
+
+Every backend answers the same three calls (and ``close``), checked by the same conformance
+suite (:mod:`search2o.state.conformance`):
+
+* ``restore(conversation, user)`` → ``(state, version)``, or ``None`` before the first save;
+* ``save(conversation, user, changes, expected_version)`` → the new version. A
+  compare-and-swap: it succeeds only if the stored version is still ``expected_version`` (the
+  one restored when the run started; 0 for no state), else
+  :class:`~search2o.errors.ConflictError`; two follow-ups racing on one conversation give one
+  success and one conflict, never a lost update;
+* ``delete(conversation, user)``: the state is gone for good; later saves are refused with
+  :class:`~search2o.errors.NotFoundError` and nothing is recreated.
+
+A conversation belongs to one user; every call checks it, and another user's conversation is
+answered exactly like a missing one (``NotFoundError``, same message).
+
+:class:`DatabaseStateStore` keeps the state in our database, sealed with the conversation's data
+key (:class:`~search2o.crypto.vault.Vault`). Table ``conversation_states`` holds one head row
+per conversation (``version``, a sealed ``snapshot`` as of ``snapshot_version``); each save
+appends one sealed row to ``state_changes`` (the :class:`~search2o.state.model.StateChanges`
+of that version), so storage grows with what runs add, not with the square of the turn count.
+A background compaction folds pending changes into a new snapshot and deletes them. Restore =
+snapshot + replay of the changes after it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from sqlalchemy import delete, event, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from search2o.accounts import Principal
+from search2o.crypto.vault import Sealer, Vault
+from search2o.errors import (
+    ConflictError,
+    InputError,
+    IntegrityCheckError,
+    NotFoundError,
+    StorageError,
+)
+from search2o.state.model import ConversationState, StateChanges, _apply_in_place
+from search2o.storage.db import Database
+from search2o.storage.models import Conversation, StateChange, utcnow
+from search2o.storage.models import ConversationState as StateHead
+
+__all__ = [
+    "KIND_CHANGE",
+    "KIND_SNAPSHOT",
+    "DatabaseStateStore",
+    "StateStore",
+    "check_expected_version",
+    "conversation_owner",
+    "missing_conversation",
+]
+
+logger = logging.getLogger(__name__)
+
+KIND_SNAPSHOT = "state"
+"""Associated-data kind of a sealed snapshot ``{"version": n, "state": <state JSON>}``."""
+KIND_CHANGE = "state_change"
+"""Associated-data kind of a sealed change ``{"version": n, "changes": <changes JSON>}``."""
+
+_DELETED = -1  # head version of a conversation whose state was deleted: saves are refused
+_ID = re.compile(r"^[0-9a-f]{32}$")
+_RESTORE_ATTEMPTS = 8
+_MAX_VERSION = 2**31 - 2
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """Keeps the conversation state of the Agent Engine (one protocol for every backend).
+
+    Attributes:
+        joins_transaction: ``True`` when ``save(..., session=s)`` writes inside ``s`` (so it
+            commits or rolls back with the run's messages and memories); ``False`` when the
+            state goes elsewhere (hooks): call ``save`` last, just before committing.
+
+    """
+
+    joins_transaction: ClassVar[bool]
+
+    def restore(
+        self, conversation: str, user: Principal, *, session: Session | None = None
+    ) -> tuple[ConversationState, int] | None:
+        """Return the state of ``conversation`` and its version, or ``None`` before any save.
+
+        Raises:
+            NotFoundError: the conversation is missing or ``user``'s is not it (stores that can
+                tell; a hook may answer ``None`` instead).
+
+        """
+        ...
+
+    def save(
+        self,
+        conversation: str,
+        user: Principal,
+        changes: StateChanges,
+        expected_version: int,
+        *,
+        session: Session | None = None,
+        base: ConversationState | None = None,
+    ) -> int:
+        """Apply ``changes`` if the stored version is still ``expected_version``.
+
+        Args:
+            conversation: the conversation id (32 hex digits).
+            user: the caller; must own the conversation.
+            changes: what the run adds.
+            expected_version: the version restored when the run started (0: no state).
+            session: a transaction to write in (stores with ``joins_transaction``).
+            base: the state restored at ``expected_version``; stores that send the whole
+                state (hooks) use it instead of restoring again.
+
+        Returns:
+            The new version (greater than ``expected_version``).
+
+        Raises:
+            InputError: a value is not JSON (``conv.<name>``, ...), or ``expected_version``
+                is not an integer >= 0. Nothing is written.
+            ConflictError: the state changed meanwhile. Nothing is written.
+            NotFoundError: the conversation is missing, deleted or another user's.
+            HookError: a hook failed, timed out or replied badly. Nothing is written.
+
+        """
+        ...
+
+    def delete(self, conversation: str, user: Principal, *, session: Session | None = None) -> None:
+        """Delete the state of ``conversation`` for good (the user deletes the conversation).
+
+        Raises:
+            NotFoundError: missing or another user's.
+
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the store holds (threads, connections); idempotent."""
+        ...
+
+
+def missing_conversation(conversation: str) -> NotFoundError:
+    """Return the one error for a missing, deleted or foreign conversation."""
+    return NotFoundError(f"conversation {conversation!r} not found")
+
+
+def check_expected_version(expected_version: Any) -> int:
+    """Return ``expected_version`` if it is an ``int`` from 0 to 2**31 - 2.
+
+    The upper bound keeps the next version inside a 32-bit ``INTEGER`` column.
+
+    Raises:
+        InputError: field ``expected_version`` otherwise (``bool`` is refused too).
+
+    """
+    if (
+        not isinstance(expected_version, int)
+        or isinstance(expected_version, bool)
+        or not 0 <= expected_version <= _MAX_VERSION
+    ):
+        raise InputError(
+            "expected_version",
+            f"must be an integer from 0 to {_MAX_VERSION} (the version restored, 0 for none), "
+            f"got {expected_version!r}",
+        )
+    return expected_version
+
+
+def conversation_owner(
+    session: Session, conversation: str, user: Principal, *, lock: bool = False
+) -> int:
+    """Return the owner's user id of ``conversation`` after checking it is ``user``.
+
+    Args:
+        session: the transaction to read in.
+        conversation: the conversation id.
+        user: the caller.
+        lock: on PostgreSQL, hold ``FOR KEY SHARE`` on the conversation row until the
+            transaction ends, so a concurrent delete waits for this save (or this save sees
+            it deleted); SQLite serialises writers anyway.
+
+    Raises:
+        NotFoundError: malformed id, missing, or another user's (same message).
+
+    """
+    if not isinstance(conversation, str) or not _ID.fullmatch(conversation):
+        raise missing_conversation(str(conversation))
+    query = select(Conversation.user_id).where(Conversation.id == conversation)
+    if lock:
+        query = query.with_for_update(read=True, key_share=True)
+    owner = session.scalar(query)
+    if owner is None or owner != user.user_id:
+        raise missing_conversation(conversation)
+    return int(owner)
+
+
+def _insert(session: Session) -> Any:
+    """Return the dialect's ``INSERT`` that has ``ON CONFLICT`` (SQLite, PostgreSQL)."""
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+class DatabaseStateStore:
+    """Our store: sealed snapshots and appended sealed changes in the database.
+
+    Args:
+        database: the database (tables ``conversation_states``, ``state_changes``).
+        vault: seals and opens with each conversation's data key.
+        compact_every: after a save that leaves more than this many changes pending, fold them
+            into a snapshot in a background thread (0 = only :meth:`compact` does).
+
+    Saving (``save``): ``UPDATE conversation_states SET version = version + 1 WHERE
+    conversation_id = :c AND version = :expected``; no row updated means a conflict (or, when
+    the conversation or its state is gone, not found). The first save inserts the head row with
+    ``INSERT ... ON CONFLICT DO NOTHING``, so two first saves at once give one conflict too.
+    Then one ``state_changes`` row is inserted, sealed as kind ``state_change`` with its version
+    inside (a row moved to another version or conversation fails to open). With ``session=``
+    the whole save is part of the caller's transaction.
+
+    Deleting (``delete``) removes the snapshot and changes and leaves a tombstone head row
+    (version -1), so a run still in flight can never save the state back; deleting the
+    conversation row removes the tombstone with it (foreign keys cascade).
+
+    Use as a context manager or call :meth:`close` to wait for background compactions.
+    """
+
+    joins_transaction: ClassVar[bool] = True
+
+    def __init__(self, database: Database, vault: Vault, compact_every: int = 64) -> None:
+        if compact_every < 0:
+            raise InputError("compact_every", f"must be >= 0, got {compact_every}")
+        self._db = database
+        self._vault = vault
+        self.compact_every = compact_every
+        self._lock = threading.Lock()
+        self._queued: set[str] = set()
+        self._futures: set[Future[None]] = set()
+        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    # --- the protocol -------------------------------------------------------------------
+
+    def restore(
+        self, conversation: str, user: Principal, *, session: Session | None = None
+    ) -> tuple[ConversationState, int] | None:
+        """Return ``(state, version)``: the snapshot with the later changes replayed.
+
+        ``None`` when nothing was saved yet or the state was deleted. A compaction that runs
+        between the reads is detected (the changes after the snapshot are not contiguous) and
+        the read is repeated.
+
+        Raises:
+            NotFoundError: the conversation is missing or another user's.
+            IntegrityCheckError: a sealed row was altered or moved.
+            StorageError: change rows are missing for good (the database was edited).
+
+        """
+        with self._session(session) as s:
+            owner = conversation_owner(s, conversation, user)
+            for _ in range(_RESTORE_ATTEMPTS):
+                head = s.execute(
+                    select(StateHead.version, StateHead.snapshot, StateHead.snapshot_version).where(
+                        StateHead.conversation_id == conversation
+                    )
+                ).first()
+                if head is None or head.version <= 0:
+                    return None
+                rows = self._changes(s, conversation, head.snapshot_version, head.version)
+                if rows is None:
+                    continue  # compacted meanwhile: read the new snapshot
+                sealer = self._vault.sealer(s, conversation, owner)
+                state = self._fold(sealer, head.snapshot, head.snapshot_version, rows)
+                return state, int(head.version)
+        raise StorageError(
+            f"the state of conversation {conversation!r} is missing changes; "
+            "restore the database from a backup"
+        )
+
+    def save(
+        self,
+        conversation: str,
+        user: Principal,
+        changes: StateChanges,
+        expected_version: int,
+        *,
+        session: Session | None = None,
+        base: ConversationState | None = None,
+    ) -> int:
+        """Append ``changes`` as version ``expected_version + 1`` (compare-and-swap).
+
+        ``base`` is not needed here and ignored. See :meth:`StateStore.save` for the
+        arguments.
+
+        Returns:
+            ``expected_version + 1``.
+
+        Raises:
+            InputError: a value is not JSON or ``expected_version`` is bad; nothing written.
+            ConflictError: the stored version is not ``expected_version``.
+            NotFoundError: missing, deleted (also while this save ran) or another user's.
+
+        """
+        expected = check_expected_version(expected_version)
+        payload = changes.to_json()
+        version = expected + 1
+        with self._session(session) as s:
+            owner = conversation_owner(s, conversation, user, lock=True)
+            sealer = self._vault.sealer(s, conversation, owner)
+            blob = sealer.seal(KIND_CHANGE, {"version": version, "changes": payload})
+            snapshot_version = self._advance(s, conversation, expected)
+            s.add(
+                StateChange(
+                    conversation_id=conversation, version=version, sealed=blob, created_at=utcnow()
+                )
+            )
+            try:
+                s.flush()
+            except IntegrityError as exc:  # cannot happen while the head row is ours
+                raise ConflictError(
+                    f"the state of conversation {conversation!r} changed meanwhile; "
+                    "restore it and run again"
+                ) from exc
+            if self.compact_every and version - snapshot_version > self.compact_every:
+                event.listen(s, "after_commit", lambda _s: self._schedule(conversation), once=True)
+        return version
+
+    def delete(self, conversation: str, user: Principal, *, session: Session | None = None) -> None:
+        """Delete the snapshot and changes; leave a tombstone that refuses later saves.
+
+        Call it in the transaction that deletes the conversation (``session=``).
+
+        Raises:
+            NotFoundError: missing or another user's.
+
+        """
+        with self._session(session) as s:
+            conversation_owner(s, conversation, user, lock=True)
+            now = utcnow()
+            values: dict[str, Any] = {
+                "version": _DELETED,
+                "snapshot": None,
+                "snapshot_version": 0,
+                "updated_at": now,
+            }
+            s.execute(
+                _insert(s)(StateHead)
+                .values(conversation_id=conversation, **values)
+                .on_conflict_do_update(index_elements=["conversation_id"], set_=values)
+            )
+            s.execute(delete(StateChange).where(StateChange.conversation_id == conversation))
+
+    def close(self) -> None:
+        """Wait for running compactions and stop the background thread (idempotent)."""
+        with self._lock:
+            self._closed = True
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    def __enter__(self) -> DatabaseStateStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- compaction ---------------------------------------------------------------------
+
+    def compact(self, conversation: str) -> int:
+        """Fold the pending changes of ``conversation`` into a new sealed snapshot.
+
+        Safe against concurrent saves, restores, deletes and compactions: the snapshot is
+        written only if ``snapshot_version`` is unchanged and the head has not been deleted,
+        and only the folded change rows (versions up to the new snapshot) are deleted, in the
+        same transaction. No ownership check: this is maintenance, not a user's request.
+
+        Returns:
+            How many change rows were folded (0 when there was nothing to do or another
+            writer got there first).
+
+        Raises:
+            IntegrityCheckError: a sealed row was altered or moved.
+            StorageError: the database failed.
+
+        """
+        if not _ID.fullmatch(conversation):
+            return 0
+        with self._db.session() as s:
+            head = s.execute(
+                select(
+                    StateHead.version,
+                    StateHead.snapshot,
+                    StateHead.snapshot_version,
+                    Conversation.user_id,
+                )
+                .join(Conversation, Conversation.id == StateHead.conversation_id)
+                .where(StateHead.conversation_id == conversation)
+            ).first()
+            if head is None or head.version <= head.snapshot_version:
+                return 0
+            rows = self._changes(s, conversation, head.snapshot_version, head.version)
+            if rows is None:
+                return 0
+            sealer = self._vault.sealer(s, conversation, head.user_id)
+            state = self._fold(sealer, head.snapshot, head.snapshot_version, rows)
+            blob = sealer.seal(KIND_SNAPSHOT, {"version": head.version, "state": state.to_json()})
+            result = s.execute(
+                update(StateHead)
+                .where(
+                    StateHead.conversation_id == conversation,
+                    StateHead.snapshot_version == head.snapshot_version,
+                    StateHead.version >= head.version,
+                )
+                .values(snapshot=blob, snapshot_version=head.version)
+                .execution_options(synchronize_session=False)
+            )
+            if _rowcount(result) == 0:
+                return 0
+            s.execute(
+                delete(StateChange).where(
+                    StateChange.conversation_id == conversation,
+                    StateChange.version <= head.version,
+                )
+            )
+            return len(rows)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait until the background compactions scheduled so far have finished."""
+        with self._lock:
+            pending = list(self._futures)
+        wait(pending, timeout=timeout)
+
+    def pending_changes(self, conversation: str) -> int:
+        """How many change rows of ``conversation`` wait to be folded (for tests and ops)."""
+        with self._db.session() as s:
+            head = s.execute(
+                select(StateHead.version, StateHead.snapshot_version).where(
+                    StateHead.conversation_id == conversation
+                )
+            ).first()
+            return 0 if head is None else max(0, head.version - head.snapshot_version)
+
+    def _schedule(self, conversation: str) -> None:
+        with self._lock:
+            if self._closed or conversation in self._queued:
+                return
+            self._queued.add(conversation)
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="search2o-state-compaction"
+                )
+            future = self._executor.submit(self._compact_in_background, conversation)
+            self._futures.add(future)
+        future.add_done_callback(self._forget)
+
+    def _forget(self, future: Future[None]) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def _compact_in_background(self, conversation: str) -> None:
+        with self._lock:
+            # Unqueue first: a save that lands while this one runs may schedule the next.
+            self._queued.discard(conversation)
+        try:
+            folded = self.compact(conversation)
+        except Exception:  # a failed compaction loses nothing; the next save retries it
+            logger.warning(
+                "state compaction failed",
+                exc_info=True,
+                extra={"fields": {"conversation_id": conversation}},
+            )
+            return
+        logger.debug(
+            "state compacted",
+            extra={"fields": {"conversation_id": conversation, "folded": folded}},
+        )
+
+    # --- helpers ------------------------------------------------------------------------
+
+    @contextmanager
+    def _session(self, session: Session | None) -> Iterator[Session]:
+        if session is not None:
+            yield session
+            return
+        with self._db.session() as own:
+            yield own
+
+    def _advance(self, s: Session, conversation: str, expected: int) -> int:
+        """Move the head from ``expected`` to ``expected + 1``; return its snapshot version."""
+        now = utcnow()
+        row = s.execute(
+            update(StateHead)
+            .where(StateHead.conversation_id == conversation, StateHead.version == expected)
+            .values(version=expected + 1, updated_at=now)
+            .returning(StateHead.snapshot_version)
+            .execution_options(synchronize_session=False)
+        ).first()
+        if row is not None:
+            return int(row[0])
+        if expected == 0:
+            try:
+                created = s.execute(
+                    _insert(s)(StateHead)
+                    .values(
+                        conversation_id=conversation,
+                        version=1,
+                        snapshot=None,
+                        snapshot_version=0,
+                        updated_at=now,
+                    )
+                    .on_conflict_do_nothing(index_elements=["conversation_id"])
+                    .returning(StateHead.conversation_id)
+                ).first()
+            except IntegrityError as exc:  # SQLite: the conversation was deleted meanwhile
+                raise missing_conversation(conversation) from exc
+            if created is not None:
+                return 0
+        raise self._refusal(s, conversation, expected)
+
+    def _refusal(self, s: Session, conversation: str, expected: int) -> Exception:
+        """Why the compare-and-swap failed: the conversation or state is gone, or it moved on."""
+        if s.scalar(select(Conversation.id).where(Conversation.id == conversation)) is None:
+            return missing_conversation(conversation)
+        current = s.scalar(
+            select(StateHead.version).where(StateHead.conversation_id == conversation)
+        )
+        if current == _DELETED:
+            return missing_conversation(conversation)
+        return ConflictError(
+            f"the state of conversation {conversation!r} changed meanwhile: it is at version "
+            f"{current or 0}, this run started from version {expected}; restore it and run again"
+        )
+
+    @staticmethod
+    def _changes(
+        s: Session, conversation: str, after: int, through: int
+    ) -> list[tuple[int, bytes]] | None:
+        """Return the sealed changes ``after < version <= through`` (``None``: some missing)."""
+        rows = s.execute(
+            select(StateChange.version, StateChange.sealed)
+            .where(
+                StateChange.conversation_id == conversation,
+                StateChange.version > after,
+                StateChange.version <= through,
+            )
+            .order_by(StateChange.version)
+        ).all()
+        if [r.version for r in rows] != list(range(after + 1, through + 1)):
+            return None
+        return [(int(r.version), bytes(r.sealed)) for r in rows]
+
+    @staticmethod
+    def _fold(
+        sealer: Sealer, snapshot: bytes | None, snapshot_version: int, rows: list[tuple[int, bytes]]
+    ) -> ConversationState:
+        """Open the snapshot and replay the changes onto it."""
+        cid = sealer.conversation_id
+        if snapshot is None:
+            state = ConversationState()
+        else:
+            what = f"state snapshot of conversation {cid}"
+            opened = sealer.open(KIND_SNAPSHOT, bytes(snapshot), what)
+            if not isinstance(opened, dict) or opened.get("version") != snapshot_version:
+                raise IntegrityCheckError(f"the {what} belongs to another version")
+            state = _decode(ConversationState.from_json, opened.get("state"), what)
+        for version, blob in rows:
+            what = f"state change {version} of conversation {cid}"
+            opened = sealer.open(KIND_CHANGE, blob, what)
+            if not isinstance(opened, dict) or opened.get("version") != version:
+                raise IntegrityCheckError(f"the {what} belongs to another version")
+            _apply_in_place(state, _decode(StateChanges.from_json, opened.get("changes"), what))
+        return state
+
+
+def _decode(parse: Any, value: Any, what: str) -> Any:
+    """Parse our own sealed JSON; a format error there is a storage problem, not bad input."""
+    try:
+        return parse(value)
+    except InputError as exc:
+        raise StorageError(f"the {what} cannot be read ({exc.message})") from exc
+
+
+def _rowcount(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
