@@ -258,3 +258,9 @@ def test_serve_ingests_prints_url_and_token_and_answers(tmp_path: Path, parking:
     )
     assert missing.returncode == 2
     assert missing.stderr.splitlines() == [f"error: ingest: {tmp_path / 'nowhere'} does not exist"]
+
+
+def test_terminal_control_characters_never_reach_the_terminal() -> None:
+    from search2o.cli.common import printable
+
+    assert printable("a\x1b[2Jb\x07c\x9bd\n\te") == "a\ufffd[2Jb\ufffdc\ufffdd\n\te"

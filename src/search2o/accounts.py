@@ -156,8 +156,12 @@ def create_user(
     return user
 
 
-def ensure_user(session: Session, email: str, *, is_admin: bool = False) -> User:
+def ensure_user(
+    session: Session, email: str, *, is_admin: bool = False, plan: str = "free"
+) -> User:
     """Return the user with ``email``, creating it when missing (the local single user).
+
+    ``plan`` applies only when the user is created.
 
     Safe under concurrency: the insert is ``INSERT ... ON CONFLICT DO NOTHING`` (SQLite and
     PostgreSQL), so two first requests at once both get the one user.
@@ -177,7 +181,7 @@ def ensure_user(session: Session, email: str, *, is_admin: bool = False) -> User
         "email": address,
         "display_name": address.split("@")[0],
         "groups": [],
-        "plan": "free",
+        "plan": plan,
         "is_admin": is_admin,
         "created_at": utcnow(),
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
@@ -30,6 +31,7 @@ __all__ = [
     "EmbeddingSettings",
     "KeySettings",
     "KnowledgeSettings",
+    "MemorySettings",
     "ModelProfile",
     "RetentionSettings",
     "Settings",
@@ -228,6 +230,10 @@ class KeySettings(BaseModel):
     cache_size: int = Field(default=4096, ge=0, description="unwrapped data keys kept in memory")
 
 
+_RETENTION_DEFAULTS: dict[str, int | None] = {"free": 7, "paid": None}
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
 class RetentionSettings(BaseModel):
     """How long conversations live after their last use, per plan.
 
@@ -238,18 +244,24 @@ class RetentionSettings(BaseModel):
     """
 
     days: dict[str, int | None] = Field(
-        default_factory=lambda: {"free": 7, "paid": None},
-        description="plan name -> days after last use; null = unlimited",
+        default_factory=lambda: dict(_RETENTION_DEFAULTS),
+        description="plan (free, paid) -> days after last use; null = unlimited",
     )
     sweep_interval_s: float = Field(default=3600.0, ge=0)
 
     @field_validator("days")
     @classmethod
-    def _positive(cls, days: dict[str, int | None]) -> dict[str, int | None]:
+    def _known_plans(cls, days: dict[str, int | None]) -> dict[str, int | None]:
+        """Keep only known plans; a plan left out keeps its default (free 7, paid unlimited)."""
         for plan, value in days.items():
+            if plan not in _RETENTION_DEFAULTS:
+                raise ValueError(
+                    f"days has unknown plan {plan!r} (plans: free, paid); e.g. "
+                    "SEARCH2O_RETENTION__DAYS__FREE=30 or days = {free = 30}"
+                )
             if value is not None and value < 1:
                 raise ValueError(f"days[{plan!r}] must be at least 1, or null for unlimited")
-        return days
+        return {**_RETENTION_DEFAULTS, **days}
 
     def days_for(self, plan: str) -> int | None:
         """Days a conversation of a user on ``plan`` lives after last use (unknown plan: free)."""
@@ -282,12 +294,64 @@ class StateSettings(BaseModel):
         if self.hooks is not None and not self.hooks.strip():
             raise ValueError("state.hooks must not be empty (leave it unset for our own store)")
         is_url = bool(self.hooks) and str(self.hooks).startswith(("http://", "https://"))
-        if is_url and (self.hook_secret is None or not self.hook_secret.get_secret_value()):
+        if not is_url:
+            return self
+        secret = self.hook_secret.get_secret_value() if self.hook_secret else ""
+        if len(secret) < 16:
             raise ValueError(
-                "state.hook_secret is required with an HTTP state hook "
+                "state.hook_secret must be at least 16 characters with an HTTP state hook "
                 "(set SEARCH2O_STATE__HOOK_SECRET)"
             )
+        host = (urlsplit(str(self.hooks)).hostname or "").lower()
+        if str(self.hooks).startswith("http://") and host not in _LOOPBACK:
+            raise ValueError(
+                "state.hooks must use https (plain http is allowed to loopback only): the "
+                "state travels in plain form"
+            )
         return self
+
+
+_MEMORY_LIMIT_DEFAULTS: dict[str, int] = {"free": 100, "paid": 500}
+
+
+class MemorySettings(BaseModel):
+    """Long-term memory of agents (:mod:`search2o.memory`, docs/memory.md).
+
+    ``limits``: memories one user holds, per plan (a plan left out keeps its default); storing a
+    new label at the bound evicts the least recently retrieved. ``min_score``: the relevance
+    threshold on the cosine similarity of query and memory, calibrated on the labelled set in
+    ``tests/memory/labelled.py`` with the built-in embedding model (another model needs its own
+    calibration).
+    """
+
+    limits: dict[str, int] = Field(
+        default_factory=lambda: dict(_MEMORY_LIMIT_DEFAULTS),
+        description="plan (free, paid) -> most memories a user holds",
+    )
+    max_text_chars: int = Field(
+        default=4000, ge=1, le=1_000_000, description="longer texts are rejected for that label"
+    )
+    max_query_chars: int = Field(default=2000, ge=1, le=100_000)
+    max_limit: int = Field(default=100, ge=1, le=1000, description="most matches one query returns")
+    min_score: float = Field(default=0.39, ge=-1, le=1, description="relevance threshold (cosine)")
+
+    @field_validator("limits")
+    @classmethod
+    def _known_plans(cls, limits: dict[str, int]) -> dict[str, int]:
+        """Refuse unknown plans and bounds below 1; a plan left out keeps its default."""
+        for plan, value in limits.items():
+            if plan not in _MEMORY_LIMIT_DEFAULTS:
+                raise ValueError(
+                    f"limits has unknown plan {plan!r} (plans: free, paid); e.g. "
+                    "SEARCH2O_MEMORY__LIMITS__FREE=50 or limits = {free = 50}"
+                )
+            if value < 1:
+                raise ValueError(f"limits[{plan!r}] must be at least 1")
+        return {**_MEMORY_LIMIT_DEFAULTS, **limits}
+
+    def limit_for(self, plan: str) -> int:
+        """Most memories a user on ``plan`` holds (an unknown plan gets the free bound)."""
+        return self.limits.get(plan, self.limits["free"])
 
 
 def _default_data_dir() -> Path:
@@ -325,6 +389,7 @@ class Settings(BaseSettings):
     keys: KeySettings = Field(default_factory=KeySettings)
     state: StateSettings = Field(default_factory=StateSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     @classmethod
     def settings_customise_sources(
@@ -387,6 +452,7 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
+        first["msg"] = first["msg"].removeprefix("Value error, ")
         sources = f"environment SEARCH2O_{where.upper().replace('.', '__')}"
         if toml_path is not None:
             sources += f" or {where!r} in {toml_path}"

@@ -14,7 +14,9 @@ from search2o.accounts import Principal, ensure_user, get_user
 from search2o.config import Settings
 from search2o.crypto.keys import build_key_provider
 from search2o.crypto.vault import Vault
+from search2o.errors import ConfigError, KeyUnavailableError
 from search2o.knowledge.store import KnowledgeStore
+from search2o.memory.store import MemoryStore
 from search2o.providers.chat import ChatModel, build_chat_model
 from search2o.providers.embeddings import Embedder, build_embedder
 from search2o.query.conversations import Conversations
@@ -45,6 +47,40 @@ class Runtime:
             settings.resolved_database_url, migrate=migrate, key_provider=self.key_provider
         )
         self.vault = Vault(self.database, self.key_provider, settings.keys.cache_size)
+        try:
+            self._check_key_provider()
+        except BaseException:
+            self.database.close()
+            raise
+
+    def _check_key_provider(self) -> None:
+        """Refuse a key provider that cannot unwrap the stored data keys.
+
+        A keyring file that went missing (or a mistyped ``keys.keyring_path``) would otherwise
+        be replaced by a new one: every stored conversation unreadable, new ones sealed under a
+        key nobody backed up. A keyring created by this very start is removed again.
+
+        Raises:
+            ConfigError: stored data keys are wrapped by another key-encryption key.
+
+        """
+        try:
+            held = self.key_provider.key_id
+        except KeyUnavailableError:  # a key service that is down: checked on first use
+            return
+        foreign = sorted({key_id for key_id, _ in self.vault.versions_in_use()} - {held})
+        if not foreign:
+            return
+        where = ""
+        path = getattr(self.key_provider, "path", None)
+        if getattr(self.key_provider, "created", False) and path is not None:
+            path.unlink(missing_ok=True)
+            where = f" (the keyring {path} did not exist; none was created)"
+        raise ConfigError(
+            f"the database holds data keys wrapped by key {', '.join(foreign)}, but "
+            f"keys.provider {self.settings.keys.provider!r} holds {held!r}{where}: configure the "
+            "keyring or key those conversations were sealed with (restore it from backup)"
+        )
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -97,14 +133,24 @@ class Runtime:
         return build_state_store(self.settings, self.database, self.vault, validation=True)
 
     @cached_property
+    def memory(self) -> MemoryStore:
+        """Long-term memories of users (built on first use; embeds with :attr:`embedder`)."""
+        return MemoryStore(self.database, self.vault, self.embedder, self.settings.memory)
+
+    @cached_property
     def conversations(self) -> Conversations:
         """Conversation and message operations."""
         return Conversations(self.database, self.vault, self.settings.retention, self.state_store)
 
     def local_principal(self) -> Principal:
-        """Return the single local user of ``auth_mode=local``, an admin, creating it once."""
+        """Return the single local user of ``auth_mode=local``, creating it once.
+
+        It is an admin on the ``paid`` plan (its conversations do not expire by default).
+        """
         with self.database.session() as session:
-            return Principal.of(ensure_user(session, self.settings.local_user_email, is_admin=True))
+            # The one user of a laptop install owns it: plan paid, so nothing expires by default.
+            user = ensure_user(session, self.settings.local_user_email, is_admin=True, plan="paid")
+            return Principal.of(user)
 
     def principal_for(self, email: str | None) -> Principal:
         """Return the principal of ``email``, or the local user when ``email`` is ``None``.

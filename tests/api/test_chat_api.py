@@ -496,9 +496,10 @@ def test_conversations_are_listed_renamed_pinned_and_read(
     ] == [second]
     both = api.patch(f"/v1/conversations/{first}", json={"title": "Hi", "pinned": False})
     assert (both.json()["title"], both.json()["pinned"]) == ("Hi", False)
+    # unpinning counts as a use (retention restarts): the conversation is now the latest
     assert [r["id"] for r in api.get("/v1/conversations").json()["conversations"]] == [
-        second,
         first,
+        second,
     ]
     detail = api.get(f"/v1/conversations/{first}").json()
     assert detail["title"] == "Hi" and len(detail["messages"]) == 2

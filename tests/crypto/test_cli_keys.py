@@ -165,7 +165,7 @@ def test_rotate_and_retire_through_a_customer_key_service(
     assert service.retired == {1} and service.refused == 0
 
 
-def test_keys_of_another_provider_are_reported(
+def test_keys_of_another_provider_refuse_the_start(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = base64.b64encode(os.urandom(32)).decode()
@@ -173,7 +173,9 @@ def test_keys_of_another_provider_are_reported(
     env_keys = Keys(settings.model_copy(update={"keys": KeySettings(provider="env", env_var=VAR)}))
     env_keys.seed(1)
     local = Keys(settings)  # the default local keyring, which never wrapped these keys
-    assert f"1 data keys are wrapped by KEK env:{VAR} v1" in local("status").stdout
-    failed = error(local("rotate", code=1))
-    assert "configure the keyring it was written with" in failed
-    assert "version 2 was added" in failed and "keys rotate --rewrap-only" in failed
+    for command in ("status", "rotate"):
+        failed = error(local(command, code=1))
+        assert f"the database holds data keys wrapped by key env:{VAR}" in failed
+        assert "restore it from backup" in failed
+    assert not (settings.data_dir / "keyring.json").exists()  # none was created
+    assert env_keys.json("status")["versions"]  # the right provider still works

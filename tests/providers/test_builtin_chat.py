@@ -115,6 +115,77 @@ def test_split_sentences_joins_wrapped_lines_and_strips_markdown() -> None:
     ]
 
 
+def test_split_sentences_drops_markup_but_keeps_every_content_character() -> None:
+    text = (
+        "## Settings ##\n\n"
+        "Set `knowledge.max_k` to change how many passages a search returns.\n"
+        "> The data directory is read from `SEARCH2O_DATA_DIR`\n"
+        "> when the variable is set.\n\n"
+        "* Tables are prefixed `s2o_` and live in `<data_dir>/search2o.db` by default.\n"
+        "- Some **bold** and _em_ and ***both*** around knowledge.max_k and SEARCH2O_DATA_DIR.\n"
+        "A request goes client -> proxy -> server, and C# reads <data_dir> too.\n\n"
+        "| Setting | Default | Meaning | Kind |\n"
+        "|---|---:|---|---|\n"
+        "| a | b | c | d |\n"
+        "| `embedding.batch_size` | 32 | texts per call | `a|b` |\n\n"
+        "Escaped \\*stars\\* stay, as do 2 * 3 * 4, *.md globs and __init__.\n"
+        "```sh\nexport SEARCH2O_DATA_DIR=/srv/s2o  # **not** emphasis\n```\n"
+    )
+    assert split_sentences(text) == [
+        "Set knowledge.max_k to change how many passages a search returns.",
+        "The data directory is read from SEARCH2O_DATA_DIR when the variable is set.",
+        "Tables are prefixed s2o_ and live in <data_dir>/search2o.db by default.",
+        "Some bold and em and both around knowledge.max_k and SEARCH2O_DATA_DIR.",
+        "A request goes client -> proxy -> server, and C# reads <data_dir> too.",
+        "Setting Default Meaning Kind",
+        "a b c d",
+        "embedding.batch_size 32 texts per call a|b",
+        "Escaped *stars* stay, as do 2 * 3 * 4, *.md globs and __init__.",
+        "export SEARCH2O_DATA_DIR=/srv/s2o # **not** emphasis",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "quoted"),
+    [
+        (
+            "Set `knowledge.max_k` to change how many passages a search returns.",
+            "Set knowledge.max_k to change how many passages a search returns.",
+        ),
+        (
+            "The data directory is read from `SEARCH2O_DATA_DIR` when it is set.",
+            "The data directory is read from SEARCH2O_DATA_DIR when it is set.",
+        ),
+        (
+            "The database file lives at `<data_dir>/search2o.db` by default.",
+            "The database file lives at <data_dir>/search2o.db by default.",
+        ),
+        (
+            "Every table name is prefixed `s2o_` in the database.",
+            "Every table name is prefixed s2o_ in the database.",
+        ),
+        (
+            "Write **bold** and _em_ around embedding.batch_size in the docs.",
+            "Write bold and em around embedding.batch_size in the docs.",
+        ),
+        (
+            "| `embedding.batch_size` | 32 | texts per embedding call |",
+            "embedding.batch_size 32 texts per embedding call",
+        ),
+        (
+            "> A request goes client -> proxy -> server, in that order.",
+            "A request goes client -> proxy -> server, in that order.",
+        ),
+    ],
+)
+def test_the_quoted_answer_keeps_content_characters_and_drops_markup(
+    embedder: MemoEmbedder, source: str, quoted: str
+) -> None:
+    passages = [Passage(1, "Settings", "settings.md", source)]
+    answer = _answer(_model(embedder, not_found_score=-1.0), "Which setting is it?", passages)
+    assert answer == f"{quoted} [1]"
+
+
 def test_content_stems_drop_stop_words_and_contractions_and_match_compounds() -> None:
     assert content_stems("What do I get if I've worked here?") == {"get", "work"}
     assert "cooldown" in content_stems("we spend two weeks cooling down", compounds=True)

@@ -72,8 +72,8 @@ def test_list_shows_pinned_first_then_the_most_recently_used(runtime: Runtime) -
     assert runtime.conversations.count(me) == 3
     assert runtime.conversations.count(other) == 1
 
-    runtime.conversations.update(me, b, pinned=False)
-    assert [r.id for r in runtime.conversations.list_conversations(me)] == [a, c, b]
+    runtime.conversations.update(me, b, pinned=False)  # unpinning counts as a use (retention)
+    assert [r.id for r in runtime.conversations.list_conversations(me)] == [b, a, c]
 
     for kwargs, field in [
         ({"limit": 0}, "limit"),
@@ -249,3 +249,10 @@ def test_delete_removes_messages_ratings_and_traces(runtime: Runtime) -> None:
         runtime.conversations.delete(me, doomed)
     assert [r.id for r in runtime.conversations.list_conversations(me)] == [kept]
     assert runtime.conversations.messages(me, kept)[1].rating == "down"
+
+
+def test_a_title_written_from_a_message_has_no_control_characters(runtime: Runtime) -> None:
+    me = runtime.local_principal()
+    events = turns(runtime).ask(me, "\x1b[2J\x1b[31mFAKE ALERT\x1b[0m what is rrf?")
+    title = runtime.conversations.get(me, events[0].data["conversation_id"]).title
+    assert title == "[2J [31mFAKE ALERT [0m what is rrf?"

@@ -134,3 +134,27 @@ def test_bad_retention_settings_name_the_setting(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("SEARCH2O_RETENTION__DAYS", '{"free": 0}')
     with pytest.raises(ConfigError, match=r"retention\.days"):
         load_settings()
+
+
+def test_unpinning_an_old_conversation_counts_as_a_use(runtime: Runtime) -> None:
+    ann = _user(runtime, "ann@example.com", "free")
+    conversation_id = _start(runtime, ann, "pinned long ago")
+    runtime.conversations.update(ann, conversation_id, pinned=True)
+    _age(runtime, conversation_id, 30)
+    unpinned = runtime.conversations.update(ann, conversation_id, pinned=False)
+    assert utcnow() - unpinned.last_used_at < timedelta(minutes=1)
+    assert sweep(runtime.database, runtime.vault, runtime.settings.retention).deleted == 0
+
+
+def test_the_local_user_is_on_the_paid_plan(runtime: Runtime) -> None:
+    assert runtime.local_principal().plan == "paid"
+
+
+def test_retention_plans_are_checked_and_defaults_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from search2o.config import load_settings
+
+    monkeypatch.setenv("SEARCH2O_RETENTION__DAYS", '{"enterprise": 3}')
+    with pytest.raises(ConfigError, match="unknown plan 'enterprise'"):
+        load_settings()
+    monkeypatch.setenv("SEARCH2O_RETENTION__DAYS", '{"free": 30}')
+    assert load_settings().retention.days == {"free": 30, "paid": None}

@@ -589,10 +589,11 @@ def test_deleting_the_conversation_while_a_turn_runs_keeps_it_deleted(runtime: R
     conversation_id = events[0].data["conversation_id"]
     runtime.conversations.delete(me, conversation_id)
     events.extend(stream)
-    assert "error" not in kinds(events)
-    final = done(events)
-    assert final["message_id"] is None
-    assert final["text"] == "A long answer that keeps going."
+    assert "done" not in kinds(events)  # the client is told nothing was kept
+    assert events[-1].kind == "error"
+    assert events[-1].data["error"] == "NotFoundError"
+    assert "was deleted while the answer was written" in events[-1].data["message"]
+    assert events[-1].data["message_id"] is None
     assert counts(runtime) == (0, 0, 0)
     with pytest.raises(NotFoundError):
         runtime.conversations.get(me, conversation_id)

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
+from search2o.accounts import Principal
 from search2o.config import Settings, StateSettings
 from search2o.errors import HookError, NotFoundError
 from search2o.query.retention import sweep
@@ -16,7 +17,7 @@ from search2o.runtime import Runtime
 from search2o.state import StateChanges
 from search2o.storage.models import Conversation, utcnow
 from tests.query.doubles import ScriptedChatModel, answering
-from tests.state.conftest import state_rows
+from tests.state.conftest import add_user, state_rows
 from tests.state.hook_server import HookServer
 
 
@@ -33,8 +34,8 @@ def _runtime(settings: Settings, hook: HookServer | None = None) -> Iterator[Run
         runtime.close()
 
 
-def _conversation_with_state(runtime: Runtime) -> str:
-    me = runtime.local_principal()
+def _conversation_with_state(runtime: Runtime, me: Principal | None = None) -> str:
+    me = me or runtime.local_principal()
     conversation_id = str(runtime.turns.ask(me, "remember this")[0].data["conversation_id"])
     changes = StateChanges()
     changes.set_conv("topic", "vacation")
@@ -75,14 +76,15 @@ def test_expiry_removes_the_entry_without_calling_the_hook(
     settings: Settings, hook_server: HookServer
 ) -> None:
     with _runtime(settings, hook_server) as runtime:
-        conversation_id = _conversation_with_state(runtime)
+        free = add_user(runtime, "free@example.com")  # the local user is on the paid plan
+        conversation_id = _conversation_with_state(runtime, free)
         with runtime.database.session() as session:
             session.execute(
                 update(Conversation)
                 .where(Conversation.id == conversation_id)
                 .values(last_used_at=utcnow() - timedelta(days=8))
             )
-        assert runtime.conversations.list_conversations(runtime.local_principal()) == []
+        assert runtime.conversations.list_conversations(free) == []
         calls = list(hook_server.requests)
         assert sweep(runtime.database, runtime.vault, runtime.settings.retention).deleted == 1
         assert hook_server.requests == calls  # no delete_conversation on expiry

@@ -269,10 +269,19 @@ def test_the_store_is_chosen_from_the_settings(
 def test_an_http_hook_needs_a_secret(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("SEARCH2O_STATE__HOOKS", "https://hooks.example.com/state")
-    with pytest.raises(ConfigError, match=r"state\.hook_secret is required"):
+    with pytest.raises(ConfigError, match=r"state\.hook_secret must be at least 16"):
         load_settings()
     monkeypatch.setenv("SEARCH2O_STATE__HOOK_SECRET", "s")
+    with pytest.raises(ConfigError, match=r"at least 16 characters"):
+        load_settings()
+    monkeypatch.setenv("SEARCH2O_STATE__HOOK_SECRET", "a-long-enough-secret")
     assert load_settings().state.hooks == "https://hooks.example.com/state"
+    # the state travels in plain form: plain http only to loopback
+    monkeypatch.setenv("SEARCH2O_STATE__HOOKS", "http://hooks.example.com/state")
+    with pytest.raises(ConfigError, match="must use https"):
+        load_settings()
+    monkeypatch.setenv("SEARCH2O_STATE__HOOKS", "http://127.0.0.1:9/state")
+    assert load_settings().state.hooks == "http://127.0.0.1:9/state"
 
 
 def test_hook_calls_from_many_threads_share_one_client(

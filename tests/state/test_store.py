@@ -14,8 +14,13 @@ from search2o.errors import ConflictError, InputError, IntegrityCheckError, NotF
 from search2o.runtime import Runtime
 from search2o.state import ConversationState, DatabaseStateStore, StateChanges, apply
 from search2o.state.conformance import sample_changes
-from search2o.storage.models import Conversation, ConversationKey, Message, StateChange
-from search2o.storage.models import ConversationState as StateHead
+from search2o.storage.models import (
+    Conversation,
+    ConversationKey,
+    Message,
+    StateChange,
+    StateSnapshot,
+)
 from tests.state.conftest import add_user, delete_conversation, new_conversation, state_rows
 
 
@@ -62,7 +67,7 @@ def test_nothing_of_the_state_is_stored_in_plain(
     store.save(cid, me, changes, 2)
     with state_runtime.database.session() as session:
         blobs = [bytes(b) for b in session.scalars(select(StateChange.sealed))]
-        blobs += [bytes(b) for b in session.scalars(select(StateHead.snapshot)) if b]
+        blobs += [bytes(b) for b in session.scalars(select(StateSnapshot.sealed)) if b]
     assert len(blobs) == 2
     for blob in blobs:
         assert b"MARKER" not in blob and b"secret" not in blob and b"chat" not in blob
@@ -391,7 +396,7 @@ def test_storage_grows_with_what_runs_add_not_with_the_turn_count_squared(
     store.compact(cid)
     with state_runtime.database.session() as session:
         snapshot = session.scalar(
-            select(StateHead.snapshot).where(StateHead.conversation_id == cid)
+            select(StateSnapshot.sealed).where(StateSnapshot.conversation_id == cid)
         )
     assert snapshot is not None and len(bytes(snapshot)) < 60 * max(sizes)
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import inspect, text
 
 from search2o.errors import ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0005"
+HEAD = "0006"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -92,3 +94,15 @@ def test_downgrade_then_upgrade_round_trips(database: Database) -> None:
 def test_unsupported_or_malformed_url_is_a_config_error(url: str, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
         Database(url)
+
+
+def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    db = Database(f"sqlite:///{folder / 'search2o.db'}")
+    try:
+        with db.session() as session:
+            session.execute(text("SELECT 1"))
+        for path in (folder, *folder.iterdir()):
+            assert path.stat().st_mode & 0o077 == 0, path
+    finally:
+        db.close()

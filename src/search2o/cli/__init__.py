@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from search2o.cli import accounts, chat, keys, knowledge, retention, server, state
+from search2o.cli import accounts, chat, keys, knowledge, memory, retention, server, state
 from search2o.cli.common import set_global_options
 
 __all__ = ["app", "main"]
@@ -55,6 +55,7 @@ app.add_typer(accounts.tokens_app, name="tokens", rich_help_panel="Admin")
 app.add_typer(keys.keys_app, name="keys", rich_help_panel="Admin")
 app.add_typer(retention.retention_app, name="retention", rich_help_panel="Admin")
 app.add_typer(state.state_app, name="state", rich_help_panel="Admin")
+app.add_typer(memory.memory_app, name="memory", rich_help_panel="Chat")
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import typer
 from rich.text import Text
 
 from search2o.accounts import Principal
-from search2o.cli.common import console, err_console, handle_errors, open_runtime
+from search2o.cli.common import console, err_console, handle_errors, open_runtime, printable
 from search2o.cli.knowledge import AsOpt
 from search2o.errors import InputError, Search2oError
 from search2o.query.turn import TurnEvent
@@ -35,9 +35,9 @@ def print_turn(events: Iterator[TurnEvent]) -> dict[str, Any]:
     for event in events:
         if event.kind == "tool_call":
             query = event.data["arguments"].get("query", "")
-            console.print(Text(f"{event.data['name']}: {query}", style="dim"))
+            console.print(Text(printable(f"{event.data['name']}: {query}"), style="dim"))
         elif event.kind == "delta":
-            console.print(event.data["text"], end="", soft_wrap=True)
+            console.print(printable(event.data["text"]), end="", soft_wrap=True)
         elif event.kind == "citation":
             citations.append(event.data)
         elif event.kind in ("conversation", "done", "error"):
@@ -46,7 +46,7 @@ def print_turn(events: Iterator[TurnEvent]) -> dict[str, Any]:
     for c in citations:
         sections = "; ".join(" > ".join(h) for h in c.get("headings") or [c["heading_path"]] if h)
         where = f"{c['source']} > {sections}" if sections else c["source"]
-        console.print(Text(f"[{c['number']}] {c['title']} — {where}", style="cyan"))
+        console.print(Text(printable(f"[{c['number']}] {c['title']} — {where}"), style="cyan"))
     if last.get("kind") == "error":
         err_console.print(Text.assemble(("error:", "red"), " ", str(last.get("message", ""))))
     return last
@@ -86,7 +86,7 @@ def _list(runtime: Runtime, principal: Principal) -> None:
         console.print("no conversations yet")
     for row in rows:
         pin = "* " if row.pinned else "  "
-        console.print(f"{pin}{row.id}  {row.last_used_at:%Y-%m-%d %H:%M}  {row.title}")
+        console.print(f"{pin}{row.id}  {row.last_used_at:%Y-%m-%d %H:%M}  {printable(row.title)}")
 
 
 def _command(runtime: Runtime, principal: Principal, line: str, state: dict[str, Any]) -> bool:
@@ -105,9 +105,9 @@ def _command(runtime: Runtime, principal: Principal, line: str, state: dict[str,
             raise InputError("id", "give a conversation id: /open ID (see /list)")
         info = runtime.conversations.get(principal, arg)
         state["conversation"] = info.id
-        console.print(f"opened: {info.title}")
+        console.print(f"opened: {printable(info.title)}")
         for message in runtime.conversations.messages(principal, info.id)[-4:]:
-            console.print(Text(f"{message.role}: {message.text}", style="dim"))
+            console.print(Text(printable(f"{message.role}: {message.text}"), style="dim"))
     elif name == "/rate":
         ratings: dict[str, Any] = {"up": "up", "down": "down", "clear": None}
         if arg not in ratings:
@@ -132,7 +132,7 @@ def chat(
         latest = None if new else runtime.conversations.latest(principal)
         state: dict[str, Any] = {"conversation": latest.id if latest else None, "answer": None}
         if latest is not None:
-            console.print(f"continuing: {latest.title}  (/new starts another; /help)")
+            console.print(f"continuing: {printable(latest.title)}  (/new starts another; /help)")
         else:
             console.print("new conversation  (/help for commands, Ctrl-D to leave)")
         while True:

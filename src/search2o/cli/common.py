@@ -26,6 +26,17 @@ __all__ = ["console", "err_console", "handle_errors", "open_runtime", "set_globa
 # Markup off: document text, titles and user input are printed literally, never as styles
 # (a chunk saying "[/etc/hosts]" must neither vanish nor crash the table).
 console = Console(markup=False, highlight=False)
+
+# C0 controls but newline and tab, DEL, and C1 controls: a stored title or message holding
+# ESC sequences must not clear or recolour the user's terminal (ECMA-48 control functions).
+_CONTROLS = {c: "\ufffd" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (9, 10)}
+
+
+def printable(text: str) -> str:
+    """Return ``text`` with terminal control characters (ESC...) replaced by U+FFFD."""
+    return text.translate(_CONTROLS)
+
+
 err_console = Console(stderr=True, markup=False, highlight=False)
 
 _OVERRIDES: dict[str, Any] = {}

@@ -38,7 +38,8 @@ class LocalKeyring:
     """A :class:`~search2o.crypto.keys.KeyProvider` backed by a keyring file.
 
     Args:
-        path: the keyring file; created (with its folder) when missing.
+        path: the keyring file; created (with its folder) when missing (``created`` is then
+            true, so the runtime can remove it again if the database was sealed with another).
 
     Raises:
         ConfigError: the file is unreadable, malformed, or readable by group or others.
@@ -49,7 +50,8 @@ class LocalKeyring:
         self.path = path
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._data = self._load() if path.exists() else self._create()
+        self.created = not path.exists()
+        self._data = self._create() if self.created else self._load()
         self.key_id: str = self._data["key_id"]
 
     @classmethod

@@ -6,6 +6,10 @@ Records of the conversation — title, messages, summary, traces, agent state �
 that data key and associated data naming the kind, the conversation and its owner
 (:mod:`search2o.crypto.envelope`). Deleting the conversation deletes the key with it.
 
+Each user also gets a data key (table ``user_keys``) for what belongs to the user across
+conversations — long-term memories (:mod:`search2o.memory`) — with associated data naming the
+kind, the scope ``user:<id>`` and the owner. Deleting the user deletes the key.
+
 Unwrapped data keys are kept in a bounded in-process LRU cache (``keys.cache_size``), so a turn
 unwraps at most once; a rotation changes only the wrapping, never the data keys, so the cache
 stays valid.
@@ -13,20 +17,23 @@ stays valid.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import Counter as Tally
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, inspect, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from search2o.crypto.envelope import associated_data, new_data_key, open_json, seal_json
 from search2o.crypto.keys import KeyProvider, WrappedKey
 from search2o.errors import NotFoundError
 from search2o.storage.db import Database
-from search2o.storage.models import ConversationKey
+from search2o.storage.memory_models import UserKey
+from search2o.storage.models import ConversationKey, utcnow
 
 __all__ = ["RewrapReport", "Sealer", "Vault"]
 
@@ -44,7 +51,11 @@ class RewrapReport:
 
 @dataclass(frozen=True)
 class Sealer:
-    """Seals and opens the records of one conversation (its data key, id and owner)."""
+    """Seals and opens the records of one conversation (its data key, id and owner).
+
+    A user's sealer (:meth:`Vault.user_sealer`) has the scope ``user:<id>`` in place of the
+    conversation id.
+    """
 
     conversation_id: str
     owner_id: int
@@ -74,7 +85,7 @@ class Sealer:
 
 
 class Vault:
-    """Data keys of conversations, wrapped by ``provider``'s KEK.
+    """Data keys of conversations and users, wrapped by ``provider``'s KEK.
 
     Args:
         database: where ``conversation_keys`` lives.
@@ -133,14 +144,84 @@ class Vault:
         with self._lock:
             self._cache.pop(conversation_id, None)
 
+    def user_sealer(self, session: Session, user_id: int, create: bool = False) -> Sealer:
+        """Return the sealer of one user's own records (memories): scope ``user:<user_id>``.
+
+        The key row is read on every call (one primary-key lookup); its unwrapped data key is
+        cached by the wrapped blob, so a key created in a transaction that rolled back is never
+        used again.
+
+        Args:
+            session: the caller's transaction; a new key is written inside it.
+            user_id: the owner.
+            create: give the user a data key when they have none (concurrent creations
+                agree on one: ``INSERT ... ON CONFLICT DO NOTHING``, then the stored row).
+
+        Raises:
+            NotFoundError: the user has no data key and ``create`` is false.
+            KeyUnavailableError: the KEK version that wraps it is retired or unreachable.
+            IntegrityCheckError: the wrapped key was altered.
+
+        """
+        row = session.get(UserKey, user_id)
+        if row is None:
+            if not create:
+                raise NotFoundError(f"user {user_id} has no data key")
+            row = self._create_user_key(session, user_id)
+        blob = bytes(row.wrapped)
+        cache_key = f"user:{user_id}:{hashlib.sha256(blob).hexdigest()[:32]}"
+        with self._lock:
+            data_key = self._cache.get(cache_key)
+            if data_key is not None:
+                self._cache.move_to_end(cache_key)
+        if data_key is None:
+            data_key = self.provider.unwrap(WrappedKey(row.kek_id, row.kek_version, blob))
+            self._remember(cache_key, data_key)
+        return Sealer(f"user:{user_id}", user_id, data_key)
+
+    def _create_user_key(self, session: Session, user_id: int) -> UserKey:
+        wrapped = self.provider.wrap(new_data_key())
+        dialect = session.get_bind().dialect.name
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        session.execute(
+            insert(UserKey)
+            .values(
+                user_id=user_id,
+                kek_id=wrapped.key_id,
+                kek_version=wrapped.version,
+                wrapped=wrapped.blob,
+                created_at=utcnow(),
+            )
+            .on_conflict_do_nothing(index_elements=["user_id"])
+        )
+        return session.scalars(
+            select(UserKey)
+            .where(UserKey.user_id == user_id)
+            .execution_options(populate_existing=True)
+        ).one()
+
     def versions_in_use(self) -> dict[tuple[str, int], int]:
-        """How many data keys each ``(kek_id, kek_version)`` wraps."""
+        """How many data keys (of conversations and users) each ``(kek_id, kek_version)`` wraps.
+
+        A key table the database does not have yet (not migrated so far) holds none.
+        """
+        tally: Tally[tuple[str, int]] = Tally()
         with self._db.session() as session:
-            rows = session.execute(select(ConversationKey.kek_id, ConversationKey.kek_version))
-            return dict(Tally((kek_id, version) for kek_id, version in rows))
+            inspector = inspect(session.connection())
+            for model in (ConversationKey, UserKey):
+                if not inspector.has_table(model.__tablename__):
+                    continue
+                rows = session.execute(
+                    select(model.kek_id, model.kek_version, func.count()).group_by(
+                        model.kek_id, model.kek_version
+                    )
+                )
+                for kek_id, version, count in rows:
+                    tally[(kek_id, version)] += int(count)
+        return dict(tally)
 
     def rewrap_all(self) -> RewrapReport:
-        """Re-wrap every data key not under the provider's current KEK version.
+        """Re-wrap every data key (conversations', then users') not under the current KEK version.
 
         Content is never decrypted: each data key is unwrapped with its old version and wrapped
         with the current one, in batches of 500 per transaction (a crash leaves every key
@@ -152,17 +233,24 @@ class Vault:
         """
         current = next(v.version for v in self.provider.versions() if v.current)
         rewrapped = unchanged = 0
-        after = ""
+        for model, key in ((ConversationKey, "conversation_id"), (UserKey, "user_id")):
+            done, same = self._rewrap_table(model, key, current)
+            rewrapped, unchanged = rewrapped + done, unchanged + same
+        return RewrapReport(current, rewrapped, unchanged)
+
+    def _rewrap_table(
+        self, model: type[ConversationKey] | type[UserKey], key: str, current: int
+    ) -> tuple[int, int]:
+        """Re-wrap the rows of one key table in batches; return (re-wrapped, unchanged)."""
+        column = getattr(model, key)
+        rewrapped = unchanged = 0
+        after: Any = None
         while True:
             with self._db.session() as session:
-                rows = list(
-                    session.scalars(
-                        select(ConversationKey)
-                        .where(ConversationKey.conversation_id > after)
-                        .order_by(ConversationKey.conversation_id)
-                        .limit(_REWRAP_BATCH)
-                    )
-                )
+                query = select(model).order_by(column).limit(_REWRAP_BATCH)
+                if after is not None:
+                    query = query.where(column > after)
+                rows: list[Any] = list(session.scalars(query))
                 for row in rows:
                     if row.kek_id == self.provider.key_id and row.kek_version == current:
                         unchanged += 1
@@ -178,8 +266,8 @@ class Vault:
                     )
                     rewrapped += 1
             if len(rows) < _REWRAP_BATCH:
-                return RewrapReport(current, rewrapped, unchanged)
-            after = rows[-1].conversation_id
+                return rewrapped, unchanged
+            after = getattr(rows[-1], key)
 
     def _remember(self, conversation_id: str, data_key: bytes) -> None:
         if self._cache_size == 0:

@@ -18,6 +18,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -29,11 +30,28 @@ from search2o.storage.lexical import STOP_WORDS
 __all__ = ["ScoredSentence", "SentenceScorer", "content_stems", "split_sentences"]
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MARKUP = re.compile(r"[*_`#>|]+")
+# Markdown markup, and only markup: what a sentence quotes keeps every character of content
+# ("knowledge.max_k", "SEARCH2O_DATA_DIR", "<data_dir>/search2o.db", "a -> b", "C# and F#").
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")  # blockquote markers, at the start of a line only
+_HEADING = re.compile(r"^\s*#{1,6}(?:\s+|$)")  # "# Title" (not "#1" or "C#")
+_HEADING_END = re.compile(r"\s+#+\s*$")  # the optional closing "##" of a heading
+_FENCE = re.compile(r"^\s*(?:```|~~~)")  # a code fence line: a boundary, not text
+_RULE = re.compile(r"^\s*(?:(?:[-*_]\s*){3,}|=+\s*)$")  # thematic break, setext underline
+_TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")  # |---|:--:|
+_CODE = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)")  # `code`, ``co`de``
+_ESCAPE = re.compile(r"\\([*_`|#>])")  # \* \_ \` \| \# \> are the literal characters
+# Emphasis: a run of one to three "*" or "_" opening before a word and closing after one, not
+# inside a word: "**bold**", "_em_", "***both***"; never the "_" of max_k or SEARCH2O_DATA_DIR,
+# nor "2 * 3 * 4" or "*.md". A lone dunder name ("__init__") is taken for the name, not bold.
+_EMPHASIS = (
+    re.compile(r"(?<![\w*])(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])"),
+    re.compile(r"(?<![\w_])(?!__[^\W_]+__(?![\w_]))(_{1,3})(?=[^\s_])(.+?)(?<=[^\s_])\1(?![\w_])"),
+)
+_KEPT = 0xF0000  # private-use code points standing for text the markup rules must not touch
+_KEPT_MARK = re.compile("[\U000f0000-\U0010fffd]")  # planes 15 and 16
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
-_SINGLE_LINE = re.compile(r"^\s*(?:#|\|)")
-_BLOCK_START = re.compile(r"^\s*(?:[-+*•]\s|\d+[.)]\s|#|\||>)")
-_BULLET = re.compile(r"^\s*(?:[-+•]|\d+[.)])\s+")
+_BLOCK_START = re.compile(r"^\s*(?:[-+*•]\s|\d+[.)]\s|\|)")
+_BULLET = re.compile(r"^\s*(?:[-+*•]|\d+[.)])\s+")
 _WORD = re.compile("[a-z0-9$%]+(?:['\u2019][a-z]+)?")
 _MIN_WORDS = 4
 _ABBREVIATION = re.compile(
@@ -69,23 +87,110 @@ def content_stems(text: str, *, compounds: bool = False) -> set[str]:
     return stems
 
 
-def _segments(text: str) -> list[str]:
-    """Join hard-wrapped lines; a segment starts at a blank line, bullet, heading or table row."""
-    segments: list[str] = []
+def _is_table_delimiter(line: str) -> bool:
+    return "|" in line and _TABLE_DELIMITER.match(line) is not None
+
+
+_Kind = Literal["text", "table", "code"]
+
+
+def _segments(text: str) -> list[tuple[str, _Kind]]:
+    """Join hard-wrapped lines into segments, each with its kind; line markup removed.
+
+    A segment starts at a blank line, bullet, heading, table row, blockquote or code fence; a
+    heading or table row stands alone. Blockquote, heading and bullet markers go (at the start
+    of a line only); fences, thematic breaks and table delimiter rows are boundaries, dropped.
+    A table row is a line starting with ``|``, or a line with a ``|`` in a table (the header
+    above a delimiter row, the rows below it). The lines of a fenced code block are one
+    ``code`` segment, kept verbatim.
+    """
+    raw = text.splitlines()
+    quoted = [_QUOTE.match(line) is not None for line in raw]
+    lines = [_QUOTE.sub("", line, count=1) for line in raw]
+    segments: list[tuple[str, _Kind]] = []
     current: list[str] = []
-    for line in text.splitlines():
-        starts_block = not line.strip() or _BLOCK_START.match(line) is not None
-        if starts_block and current:
-            segments.append(" ".join(current))
-            current = []
-        if line.strip():
-            current.append(line.strip())
-        if _SINGLE_LINE.match(line) and current:  # a heading or table row stands alone
-            segments.append(" ".join(current))
-            current = []
-    if current:
-        segments.append(" ".join(current))
+    kind: _Kind = "text"
+
+    def flush() -> None:
+        if current:
+            segments.append((" ".join(current), kind))
+            current.clear()
+
+    in_table = False
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            flush()
+            kind = "text" if kind == "code" else "code"
+            continue
+        if kind == "code":
+            if line.strip():
+                current.append(line.strip())
+            continue
+        if _RULE.match(line) or _is_table_delimiter(line):
+            flush()
+            in_table = _is_table_delimiter(line)
+            continue
+        if not line.strip():
+            flush()
+            in_table = False
+            continue
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        table = (
+            line.lstrip().startswith("|")
+            or (in_table and "|" in line)
+            or _is_table_delimiter(following)
+        )
+        in_table = in_table and table
+        heading = _HEADING.match(line)
+        entering_quote = quoted[index] and not (index and quoted[index - 1])
+        if table or heading or entering_quote or _BLOCK_START.match(line):
+            flush()
+        line = _HEADING_END.sub("", line[heading.end() :]) if heading else _BULLET.sub("", line)
+        if table or heading:  # a heading or table row stands alone
+            if line.strip():
+                segments.append((line.strip(), "table" if table else "text"))
+            continue
+        current.append(line.strip())
+    flush()
     return segments
+
+
+def _plain(text: str, kind: _Kind = "text") -> str:
+    """Return ``text`` with its inline Markdown markup removed and its content kept verbatim.
+
+    Inline code keeps its content and loses its backticks (a stray backtick, left by a cut
+    chunk, goes too); a link keeps its text; emphasis markers go where they wrap text at word
+    boundaries; in a table row the cell pipes become spaces. Code spans, escaped characters
+    (a backslash before one of ``*_`|#>``) and ``code`` segments (fenced blocks) are kept as
+    they are: no rule touches them.
+    """
+    if kind == "code":
+        return text
+    kept: list[str] = []
+
+    def keep(value: str) -> str:
+        kept.append(value)
+        return chr(_KEPT + len(kept) - 1)
+
+    def code(match: re.Match[str]) -> str:
+        body = match.group(2)
+        if len(body) > 2 and body[0] == body[-1] == " " and body.strip():
+            body = body[1:-1]  # CommonMark: "`` `x` ``" is "`x`"
+        return keep(body)
+
+    text = _KEPT_MARK.sub(lambda m: keep(m.group()), text)  # (the source's own, kept as well)
+    text = _CODE.sub(code, text)
+    text = _ESCAPE.sub(lambda m: keep(m.group(1)), text)
+    text = _LINK.sub(r"\1", text).replace("`", "")
+    if kind == "table":
+        text = text.replace("|", " ")
+    for _ in range(3):  # nested emphasis: "**bold _and em_**"
+        before = text
+        for pattern in _EMPHASIS:
+            text = pattern.sub(r"\2", text)
+        if text == before:
+            break
+    return _KEPT_MARK.sub(lambda m: kept[ord(m.group()) - _KEPT], text)
 
 
 def _balance(sentence: str) -> str:
@@ -98,16 +203,19 @@ def _balance(sentence: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split passage text into readable sentences, Markdown links and emphasis removed.
+    """Split passage text into readable sentences, Markdown markup removed, content kept.
 
     Hard-wrapped lines are joined first (a paragraph, bullet, heading or table row is one
     segment); segments are split at sentence ends (``.``, ``!``, ``?`` before a capital or
-    digit); bullets lose their marker; pieces under four words (headings, fragments) are
-    dropped. Returns sentences in text order (questions included: see :class:`SentenceScorer`).
+    digit); pieces under four words (headings, fragments) are dropped. Only markup goes (see
+    :func:`_segments` and :func:`_plain`): the sentences are quoted to the user, who copies
+    setting names, paths and commands from them, so every content character stays ("max_k",
+    "<data_dir>", "a -> b"). Returns sentences in text order (questions included: see
+    :class:`SentenceScorer`).
     """
     sentences: list[str] = []
-    for segment in _segments(_LINK.sub(r"\1", text)):
-        plain = _MARKUP.sub("", _BULLET.sub("", segment))
+    for segment, kind in _segments(text):
+        plain = _plain(segment, kind)
         pieces: list[str] = []
         for piece in _SPLIT.split(plain):
             # "e.g. Kandji" is not a sentence end: glue the piece back to the one before.

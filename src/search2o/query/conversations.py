@@ -38,6 +38,7 @@ from search2o.storage.models import (
     Message,
     RetrievalTrace,
     StateChange,
+    StateSnapshot,
     utcnow,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "MessageInfo",
     "Rating",
     "append_message",
+    "clean_title",
     "create_conversation",
     "delete_conversations",
     "expiry_cutoff",
@@ -199,10 +201,22 @@ def delete_conversations(session: Session, conversation_ids: Iterable[str]) -> i
     message_ids = select(Message.id).where(Message.conversation_id.in_(ids))
     session.execute(delete(RetrievalTrace).where(RetrievalTrace.message_id.in_(message_ids)))
     session.execute(delete(Message).where(Message.conversation_id.in_(ids)))
-    for table in (ConversationSummary, StateChange, ConversationState, ConversationKey):
+    for table in (
+        ConversationSummary,
+        StateChange,
+        StateSnapshot,
+        ConversationState,
+        ConversationKey,
+    ):
         session.execute(delete(table).where(table.conversation_id.in_(ids)))
     result = session.execute(delete(Conversation).where(Conversation.id.in_(ids)))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+def clean_title(title: str) -> str:
+    """Return a model-written title without control characters, whitespace collapsed, ≤ 200."""
+    text = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") else c for c in title)
+    return " ".join(text.split())[:MAX_TITLE_CHARS]
 
 
 def validate_title(title: str) -> str:
@@ -364,6 +378,9 @@ class Conversations:
     ) -> ConversationInfo:
         """Rename and/or pin or unpin a conversation; validation happens before any change.
 
+        Unpinning counts as a use, so an old conversation does not expire at once; renaming and
+        pinning do not change which conversation was used last.
+
         Raises:
             InputError: a bad title (see :func:`validate_title`).
             NotFoundError: missing or another user's.
@@ -375,6 +392,10 @@ class Conversations:
             sealer = self._vault.sealer(session, row.id, row.user_id)
             if clean is not None:
                 row.title_sealed = sealer.seal("title", clean)
+            if pinned is False and row.pinned:
+                # Retention restarts from the unpinning, not from a use long ago: an old
+                # conversation must not vanish at the next sweep because it was unpinned.
+                row.last_used_at = utcnow()
             if pinned is not None:
                 row.pinned = pinned
             session.flush()

@@ -42,6 +42,7 @@ from search2o.providers.tokens import build_token_counter
 from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import (
     append_message,
+    clean_title,
     create_conversation,
     open_message,
     owned_conversation,
@@ -218,7 +219,11 @@ class TurnEngine:
 
         """
         clock = _Clock()
-        title = await self.model.write_title(turn.message) if turn.conversation_id is None else ""
+        title = (
+            clean_title(await self.model.write_title(turn.message))
+            if turn.conversation_id is None
+            else ""
+        )
         conversation, user_message, history, created = await asyncio.to_thread(
             self._open, turn, title
         )
@@ -254,6 +259,11 @@ class TurnEngine:
             answer_id = await asyncio.to_thread(
                 self._store_answer, turn, history.sealer, state, trace, status
             )
+            if answer_id is None and state.error is None:
+                state.error = NotFoundError(
+                    f"conversation {conversation.id!r} was deleted while the answer was "
+                    "written; nothing was stored"
+                )
         if state.error is not None:
             yield TurnEvent(
                 "error",

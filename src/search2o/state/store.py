@@ -16,8 +16,10 @@ A conversation belongs to one user; every call checks it, and another user's con
 answered exactly like a missing one (``NotFoundError``, same message).
 
 :class:`DatabaseStateStore` keeps the state in our database, sealed with the conversation's data
-key (:class:`~search2o.crypto.vault.Vault`). Table ``conversation_states`` holds one head row
-per conversation (``version``, a sealed ``snapshot`` as of ``snapshot_version``); each save
+key (:class:`~search2o.crypto.vault.Vault`). Table ``conversation_states`` holds one small
+head row per conversation (``version``, ``snapshot_version``) and ``state_snapshots`` the sealed
+snapshot as of ``snapshot_version`` (apart, so a save's update of the head never rewrites the
+snapshot; SQLite rewrites whole rows); each save
 appends one sealed row to ``state_changes`` (the :class:`~search2o.state.model.StateChanges`
 of that version), so storage grows with what runs add, not with the square of the turn count.
 A background compaction folds pending changes into a new snapshot and deletes them. Restore =
@@ -51,7 +53,7 @@ from search2o.errors import (
 )
 from search2o.state.model import ConversationState, StateChanges, _apply_in_place
 from search2o.storage.db import Database
-from search2o.storage.models import Conversation, StateChange, utcnow
+from search2o.storage.models import Conversation, StateChange, StateSnapshot, utcnow
 from search2o.storage.models import ConversationState as StateHead
 
 __all__ = [
@@ -269,17 +271,18 @@ class DatabaseStateStore:
             owner = conversation_owner(s, conversation, user)
             for _ in range(_RESTORE_ATTEMPTS):
                 head = s.execute(
-                    select(StateHead.version, StateHead.snapshot, StateHead.snapshot_version).where(
+                    select(StateHead.version, StateHead.snapshot_version).where(
                         StateHead.conversation_id == conversation
                     )
                 ).first()
                 if head is None or head.version <= 0:
                     return None
+                found, snapshot = self._snapshot(s, conversation, head.snapshot_version)
                 rows = self._changes(s, conversation, head.snapshot_version, head.version)
-                if rows is None:
+                if rows is None or not found:
                     continue  # compacted meanwhile: read the new snapshot
                 sealer = self._vault.sealer(s, conversation, owner)
-                state = self._fold(sealer, head.snapshot, head.snapshot_version, rows)
+                state = self._fold(sealer, snapshot, head.snapshot_version, rows)
                 return state, int(head.version)
         raise StorageError(
             f"the state of conversation {conversation!r} is missing changes; "
@@ -348,7 +351,6 @@ class DatabaseStateStore:
             now = utcnow()
             values: dict[str, Any] = {
                 "version": _DELETED,
-                "snapshot": None,
                 "snapshot_version": 0,
                 "updated_at": now,
             }
@@ -358,6 +360,7 @@ class DatabaseStateStore:
                 .on_conflict_do_update(index_elements=["conversation_id"], set_=values)
             )
             s.execute(delete(StateChange).where(StateChange.conversation_id == conversation))
+            s.execute(delete(StateSnapshot).where(StateSnapshot.conversation_id == conversation))
 
     def close(self) -> None:
         """Wait for running compactions and stop the background thread (idempotent)."""
@@ -403,7 +406,6 @@ class DatabaseStateStore:
             head = s.execute(
                 select(
                     StateHead.version,
-                    StateHead.snapshot,
                     StateHead.snapshot_version,
                     Conversation.user_id,
                 )
@@ -412,11 +414,12 @@ class DatabaseStateStore:
             ).first()
             if head is None or head.version <= head.snapshot_version:
                 return 0
+            found, snapshot = self._snapshot(s, conversation, head.snapshot_version)
             rows = self._changes(s, conversation, head.snapshot_version, head.version)
-            if rows is None:
+            if rows is None or not found:
                 return 0
             sealer = self._vault.sealer(s, conversation, head.user_id)
-            state = self._fold(sealer, head.snapshot, head.snapshot_version, rows)
+            state = self._fold(sealer, snapshot, head.snapshot_version, rows)
             blob = sealer.seal(KIND_SNAPSHOT, {"version": head.version, "state": state.to_json()})
             result = s.execute(
                 update(StateHead)
@@ -425,11 +428,17 @@ class DatabaseStateStore:
                     StateHead.snapshot_version == head.snapshot_version,
                     StateHead.version >= head.version,
                 )
-                .values(snapshot=blob, snapshot_version=head.version)
+                .values(snapshot_version=head.version)
                 .execution_options(synchronize_session=False)
             )
             if _rowcount(result) == 0:
                 return 0
+            fields = {"version": head.version, "sealed": blob}
+            s.execute(
+                _insert(s)(StateSnapshot)
+                .values(conversation_id=conversation, **fields)
+                .on_conflict_do_update(index_elements=["conversation_id"], set_=fields)
+            )
             s.execute(
                 delete(StateChange).where(
                     StateChange.conversation_id == conversation,
@@ -518,7 +527,6 @@ class DatabaseStateStore:
                     .values(
                         conversation_id=conversation,
                         version=1,
-                        snapshot=None,
                         snapshot_version=0,
                         updated_at=now,
                     )
@@ -544,6 +552,24 @@ class DatabaseStateStore:
             f"the state of conversation {conversation!r} changed meanwhile: it is at version "
             f"{current or 0}, this run started from version {expected}; restore it and run again"
         )
+
+    @staticmethod
+    def _snapshot(s: Session, conversation: str, version: int) -> tuple[bool, bytes | None]:
+        """Return ``(found, sealed snapshot as of version)``; version 0 has none (``None``).
+
+        ``found`` is false when the stored snapshot is of another version (a compaction ran
+        between the head's read and this one): the caller reads again.
+        """
+        if version == 0:
+            return True, None
+        row = s.execute(
+            select(StateSnapshot.version, StateSnapshot.sealed).where(
+                StateSnapshot.conversation_id == conversation
+            )
+        ).first()
+        if row is None or row.version != version:
+            return False, None
+        return True, bytes(row.sealed)
 
     @staticmethod
     def _changes(

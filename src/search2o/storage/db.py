@@ -7,6 +7,7 @@ busy timeout (SQLite documentation, "Write-Ahead Logging", "PRAGMA foreign_keys"
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -72,7 +73,10 @@ class Database:
             if parsed.database and parsed.database != ":memory:":
                 folder = Path(parsed.database).parent
                 try:
-                    folder.mkdir(parents=True, exist_ok=True)
+                    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    # Owner-only from the start; SQLite gives its -wal/-shm files the same mode
+                    # (SQLite docs, "Write-Ahead Logging": the WAL's permissions follow the file).
+                    os.close(os.open(parsed.database, os.O_CREAT | os.O_WRONLY, 0o600))
                 except OSError as exc:
                     raise ConfigError(
                         f"cannot create the data directory {folder}: {exc.strerror or exc}; "

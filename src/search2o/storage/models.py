@@ -45,6 +45,7 @@ __all__ = [
     "Message",
     "RetrievalTrace",
     "StateChange",
+    "StateSnapshot",
     "UTCDateTime",
     "User",
     "VectorSpace",
@@ -334,10 +335,12 @@ class ConversationKey(Base):
 
 
 class ConversationState(Base):
-    """The head of a conversation's agent state: its version and the compacted snapshot.
+    """The head of a conversation's agent state: its version and its snapshot's version.
 
-    ``snapshot`` (sealed, ``None`` before the first compaction) holds the state as of
-    ``snapshot_version``; the changes after it are rows of :class:`StateChange`.
+    The state as of ``snapshot_version`` (0 = none yet) is the :class:`StateSnapshot` row; the
+    changes after it are rows of :class:`StateChange`. The head is a few small columns, so the
+    compare-and-swap update of every save never rewrites the snapshot (SQLite rewrites a whole
+    row on any update).
     """
 
     __tablename__ = "conversation_states"
@@ -346,9 +349,20 @@ class ConversationState(Base):
         ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
     )
     version: Mapped[int] = mapped_column(Integer, default=0)
-    snapshot: Mapped[bytes | None] = mapped_column(LargeBinary)
     snapshot_version: Mapped[int] = mapped_column(Integer, default=0)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class StateSnapshot(Base):
+    """The sealed, compacted state of a conversation as of version ``version``."""
+
+    __tablename__ = "state_snapshots"
+
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(Integer)
+    sealed: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class StateChange(Base):

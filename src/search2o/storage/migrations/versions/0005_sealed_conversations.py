@@ -45,9 +45,14 @@ def upgrade() -> None:
         "conversation_states",
         sa.Column("conversation_id", sa.String(32), _conversation_fk(), primary_key=True),
         sa.Column("version", sa.Integer, nullable=False),
-        sa.Column("snapshot", sa.LargeBinary),
         sa.Column("snapshot_version", sa.Integer, nullable=False),
         sa.Column("updated_at", TZ, nullable=False),
+    )
+    op.create_table(
+        "state_snapshots",
+        sa.Column("conversation_id", sa.String(32), _conversation_fk(), primary_key=True),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("sealed", sa.LargeBinary, nullable=False),
     )
     op.create_table(
         "state_changes",
@@ -172,6 +177,7 @@ def downgrade() -> None:
         batch.drop_column("title_sealed")
         batch.add_column(sa.Column("title", sa.Text, nullable=False))
     op.drop_table("state_changes")
+    op.drop_table("state_snapshots")
     op.drop_table("conversation_states")
     op.drop_index("ix_conversation_keys_kek", "conversation_keys")
     op.drop_table("conversation_keys")

@@ -1,0 +1,65 @@
+"""Request and response bodies of the memory endpoints (``/v1/memories``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+__all__ = [
+    "MemoryHitPublic",
+    "MemoryListPublic",
+    "MemoryPublic",
+    "MemorySearchPublic",
+    "MemorySearchRequest",
+]
+
+
+class MemorySearchRequest(BaseModel):
+    """``POST /v1/memories/search``: find the caller's memories by meaning.
+
+    Types are strict: ``"5"`` is not a ``limit``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: StrictStr = Field(
+        description="free text; not empty, at most memory.max_query_chars; never stored or logged"
+    )
+    agent: StrictStr | None = Field(default=None, description="only this agent's memories")
+    label: StrictStr | None = Field(default=None, description="only memories with this label")
+    limit: StrictInt = Field(default=10, description="most matches, 1..memory.max_limit")
+
+
+class MemoryPublic(BaseModel):
+    """One of the caller's memories as listed."""
+
+    agent: str = Field(description="the agent that stored it")
+    label: str = Field(description="its label; storing under it again replaces the text")
+    text: str = Field(description="the text, exactly as stored")
+    created_at: datetime = Field(description="when it was last stored")
+    last_retrieved_at: datetime | None = Field(
+        description="when an agent's query last returned it (eviction keeps recent ones)"
+    )
+
+
+class MemoryListPublic(BaseModel):
+    """The caller's memories, ordered by agent, then label."""
+
+    memories: list[MemoryPublic]
+
+
+class MemoryHitPublic(BaseModel):
+    """One memory that matched, with its cosine similarity to the query."""
+
+    agent: str = Field(description="the agent that stored it")
+    label: str = Field(description="its label")
+    text: str = Field(description="the text, exactly as stored")
+    created_at: datetime = Field(description="when it was last stored")
+    score: float = Field(description="cosine similarity, at least memory.min_score")
+
+
+class MemorySearchPublic(BaseModel):
+    """Matches, best first; empty when nothing is relevant enough."""
+
+    memories: list[MemoryHitPublic]

@@ -1,0 +1,588 @@
+"""The memory store: long-term facts of each user, keyed by (agent, label), searched by meaning.
+
+* **Keying.** A memory belongs to one user and is identified by the storing agent's name and a
+  label (unique ``(user_id, agent, label)``). Storing under an existing label replaces it: the
+  label holds the current truth of one fact, and ``createdAt`` becomes the time of that store.
+* **Search.** :meth:`MemoryStore.search` embeds the query, scores the user's memories by
+  cosine similarity (:mod:`search2o.memory.ranking`; the user filter is inside the SQL) and
+  returns those scoring at least ``memory.min_score``, best first. It records the time the
+  returned memories were retrieved. The query text is used for the embedding only: it is never
+  written to the database or a log, nor put in an error message.
+* **Unit of work.** :meth:`MemoryStore.apply` writes a run's :class:`MemoryChanges` in the
+  caller's transaction (the one that saves the conversation state), so a run that fails stores
+  and deletes nothing. Writers of one user are serialised by a lock on the user's row (``FOR NO
+  KEY UPDATE`` on PostgreSQL; SQLite's single writer), so the bound below is exact.
+* **Bounds.** At most ``memory.limits[plan]`` memories per user. Storing a new label beyond the
+  bound evicts the least recently retrieved memories (``COALESCE(last_retrieved_at,
+  created_at)``, oldest first; the memories the command just wrote last). Replacing a label
+  never evicts.
+* **Encryption.** Each text is sealed with the user's data key (kind ``memory``, scope
+  ``user:<id>``, :meth:`search2o.crypto.vault.Vault.user_sealer`) together with its agent and
+  label, so a blob moved to another row fails to open.
+
+Embedding-model changes need no reindex: memories whose vectors were made by another model are
+re-embedded when a search meets them.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import ColumnElement, and_, case, delete, false, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from search2o.accounts import Principal
+from search2o.config import MemorySettings, Settings
+from search2o.crypto.vault import Sealer, Vault
+from search2o.errors import InputError, IntegrityCheckError, NotFoundError
+from search2o.memory.changes import MemoryChanges, check_agent, check_label, text_problem
+from search2o.memory.model import MemoryHit, MemoryOutcome, MemoryRecord, Rejection
+from search2o.memory.ranking import embedding_text, nearest, scope
+from search2o.providers.embeddings import Embedder
+from search2o.storage.db import Database
+from search2o.storage.memory_models import Memory
+from search2o.storage.models import User, utcnow
+
+__all__ = ["KIND", "MemoryStore"]
+
+KIND = "memory"
+"""Associated-data kind of a sealed memory ``{"agent", "label", "text"}``."""
+
+_MAX_LIST = 1000
+
+Key = tuple[str, str]
+
+
+class MemoryStore:
+    """Long-term memories of users: store, replace, delete, evict, search (see the module doc).
+
+    Args:
+        database: where ``memories`` and ``user_keys`` live.
+        vault: seals texts with each user's data key.
+        embedder: embeds memories and queries; a memory's vector is tagged with its model.
+        settings: :class:`~search2o.config.MemorySettings` (or the whole
+            :class:`~search2o.config.Settings`, whose ``memory`` is used).
+
+    Thread-safe: it keeps no per-user state between calls.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        vault: Vault,
+        embedder: Embedder,
+        settings: MemorySettings | Settings,
+    ) -> None:
+        self._db = database
+        self._vault = vault
+        self.embedder = embedder
+        self.settings = settings.memory if isinstance(settings, Settings) else settings
+
+    # --- the unit of work -------------------------------------------------------------------
+
+    def new_changes(self, *, validation: bool = False) -> MemoryChanges:
+        """Return empty changes for one run, checking texts against ``memory.max_text_chars``.
+
+        Args:
+            validation: a validation run: commands are checked, :meth:`apply` writes nothing.
+
+        """
+        return MemoryChanges(max_text_chars=self.settings.max_text_chars, validation=validation)
+
+    def prepare(self, changes: MemoryChanges) -> None:
+        """Embed the texts ``changes`` will store, before the transaction opens.
+
+        Optional: :meth:`apply` embeds what is missing, but then inside the transaction.
+
+        Raises:
+            ProviderError: the embedding model failed.
+
+        """
+        model = self.embedder.model_id
+        if changes.vectors_model != model:
+            changes.vectors.clear()
+            changes.vectors_model = model
+        texts = [
+            embedding_text(label, text)
+            for (_, label), text in changes.pending.items()
+            if text is not None and text_problem(text, self.settings.max_text_chars) is None
+        ]
+        missing = [t for t in dict.fromkeys(texts) if t not in changes.vectors]
+        if missing:
+            for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
+                changes.vectors[text] = vector
+
+    def apply(
+        self, session: Session, principal: Principal, changes: MemoryChanges
+    ) -> MemoryOutcome:
+        """Apply a completed run's memory changes inside the caller's transaction.
+
+        Deletes, then stores (insert or replace by label), then evicts beyond the plan's
+        bound when a new label was stored. If the caller's transaction rolls back, nothing
+        of it stays. A validation run's changes are never applied.
+
+        Args:
+            session: the transaction that saves the run's conversation state.
+            principal: the user the run belongs to.
+            changes: what the run recorded.
+
+        Returns:
+            What was stored, replaced, deleted, evicted and rejected.
+
+        Raises:
+            NotFoundError: the user no longer exists.
+            ProviderError: the embedding model failed (call :meth:`prepare` first to fail
+                before the transaction).
+            KeyUnavailableError: the user's data key cannot be unwrapped.
+
+        """
+        rejected = list(changes.rejected)
+        if changes.validation:
+            return MemoryOutcome(applied=False, rejected=tuple(rejected))
+        stores: dict[Key, str] = {}
+        deletes: list[Key] = []
+        for key, text in changes.pending.items():
+            if text is None:
+                deletes.append(key)
+            elif (problem := text_problem(text, self.settings.max_text_chars)) is not None:
+                rejected.append(Rejection(key[0], key[1], problem))
+            else:
+                stores[key] = text
+        if not stores and not deletes:
+            return MemoryOutcome(rejected=tuple(rejected))
+        self.prepare(changes)
+        user_id = principal.user_id
+        plan = _lock_user(session, user_id)
+        deleted = _delete_keys(session, user_id, deletes)
+        stored, replaced = self._upsert(session, user_id, stores, changes)
+        evicted = self._evict(session, user_id, plan, stores) if stored else ()
+        return MemoryOutcome(
+            stored=stored,
+            replaced=replaced,
+            deleted=deleted,
+            evicted=evicted,
+            rejected=tuple(rejected),
+        )
+
+    def _upsert(
+        self, session: Session, user_id: int, stores: dict[Key, str], changes: MemoryChanges
+    ) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
+        if not stores:
+            return (), ()
+        existing = {
+            (r[0], r[1])
+            for r in session.execute(
+                select(Memory.agent, Memory.label).where(
+                    Memory.user_id == user_id, _keys_condition(stores)
+                )
+            )
+        }
+        sealer = self._vault.user_sealer(session, user_id, create=True)
+        postgres = session.get_bind().dialect.name == "postgresql"
+        insert = postgresql.insert if postgres else sqlite.insert
+        now = utcnow()
+        for agent, label in sorted(stores):
+            text = stores[(agent, label)]
+            values: dict[str, Any] = {
+                "sealed": sealer.seal(KIND, {"agent": agent, "label": label, "text": text}),
+                "model_id": changes.vectors_model,
+                "embedding": changes.vectors[embedding_text(label, text)],
+                "created_at": now,
+                "last_retrieved_at": None,
+            }
+            session.execute(
+                insert(Memory)
+                .values(user_id=user_id, agent=agent, label=label, **values)
+                .on_conflict_do_update(index_elements=["user_id", "agent", "label"], set_=values)
+            )
+        stored = tuple(k for k in sorted(stores) if k not in existing)
+        replaced = tuple(k for k in sorted(stores) if k in existing)
+        return stored, replaced
+
+    def _evict(
+        self, session: Session, user_id: int, plan: str, written: Mapping[Key, str]
+    ) -> tuple[Key, ...]:
+        bound = self.settings.limit_for(plan)
+        held = session.scalar(
+            select(func.count()).select_from(Memory).where(Memory.user_id == user_id)
+        )
+        excess = int(held or 0) - bound
+        if excess <= 0:
+            return ()
+        just_written = case((_keys_condition(written), 1), else_=0)
+        victims = session.execute(
+            select(Memory.id, Memory.agent, Memory.label)
+            .where(Memory.user_id == user_id)
+            .order_by(
+                just_written,
+                func.coalesce(Memory.last_retrieved_at, Memory.created_at),
+                Memory.id,
+            )
+            .limit(excess)
+        ).all()
+        session.execute(delete(Memory).where(Memory.id.in_([v[0] for v in victims])))
+        return tuple((v[1], v[2]) for v in victims)
+
+    def store(
+        self,
+        principal: Principal,
+        agent: str,
+        memories: Mapping[str, str],
+        *,
+        delete: Iterable[str] = (),
+    ) -> MemoryOutcome:
+        """Record one command's stores and deletes and apply them at once, in a transaction.
+
+        For tools, the CLI and benchmarks; the Agent Engine uses :meth:`new_changes` and
+        :meth:`apply` so that a run's memories commit with its state.
+
+        Raises:
+            InputError: the command is malformed (see :meth:`MemoryChanges.record`).
+
+        """
+        changes = self.new_changes()
+        changes.record(agent, store=memories, delete=delete)
+        self.prepare(changes)
+        with self._db.session() as session:
+            return self.apply(session, principal, changes)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def search(
+        self,
+        principal: Principal,
+        query: str,
+        *,
+        agent: str | None = None,
+        label: str | None = None,
+        limit: int = 10,
+        session: Session | None = None,
+        touch: bool = True,
+        min_score: float | None = None,
+    ) -> builtins.list[MemoryHit]:
+        """Return the user's memories that match ``query`` by meaning, best first.
+
+        Args:
+            principal: whose memories are searched (never anyone else's).
+            query: free text; used for the embedding only, never stored or logged.
+            agent: only memories stored by this agent (default: every agent of the user).
+            label: only memories with this label.
+            limit: at most this many, 1..``memory.max_limit``.
+            session: read (and record the retrieval) in the caller's transaction.
+            touch: record the retrieval time of the hits (eviction keeps recently retrieved
+                memories); the owner's own look-ups (API, CLI) pass ``False``.
+            min_score: override ``memory.min_score`` (calibration and benchmarks).
+
+        Returns:
+            At most ``limit`` hits with a score of at least the threshold; ``[]`` when
+            nothing is relevant enough or the user has no memories.
+
+        Raises:
+            InputError: ``query`` (not a string, empty, too long), ``limit``, ``agent`` or
+                ``label`` break a rule. The message never quotes the query.
+            ProviderError: the embedding model failed.
+            IntegrityCheckError: a sealed memory was altered or moved.
+
+        """
+        text = _check_query(query, self.settings.max_query_chars)
+        limit = _check_int(limit, "limit", 1, self.settings.max_limit)
+        if agent is not None:
+            check_agent(agent, "agent")
+        if label is not None:
+            check_label(label, "label")
+        threshold = self.settings.min_score if min_score is None else float(min_score)
+        vector = self.embedder.embed([text])[0]
+        model = self.embedder.model_id
+        where = scope(principal.user_id, agent, label)
+        with self._session(session) as s:
+            scored = nearest(s, vector, model, where, limit, threshold)
+            refreshed = self._stale(s, principal.user_id, vector, where, threshold)
+            scored += [(memory_id, score) for memory_id, score, _ in refreshed]
+            scored = sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
+            if not scored:
+                return []
+            ids = [memory_id for memory_id, _ in scored]
+            rows = {
+                r.id: r
+                for r in s.scalars(
+                    select(Memory).where(Memory.user_id == principal.user_id, Memory.id.in_(ids))
+                )
+            }
+            sealer = self._vault.user_sealer(s, principal.user_id)
+            hits = [
+                MemoryHit(row.agent, row.label, _open(sealer, row), row.created_at, score)
+                for memory_id, score in scored
+                if (row := rows.get(memory_id)) is not None
+            ]
+            if touch:
+                kept = [m for m in ids if m in rows]
+                _touch(s, principal.user_id, kept, [(m, v) for m, _, v in refreshed], model)
+        return hits
+
+    def _stale(
+        self,
+        session: Session,
+        user_id: int,
+        query: npt.NDArray[np.float32],
+        where: builtins.list[ColumnElement[bool]],
+        threshold: float,
+    ) -> builtins.list[tuple[int, float, npt.NDArray[np.float32]]]:
+        """Score memories embedded by another model: open, re-embed, compare (rare)."""
+        rows = builtins.list(
+            session.scalars(select(Memory).where(*where, Memory.model_id != self.embedder.model_id))
+        )
+        if not rows:
+            return []
+        sealer = self._vault.user_sealer(session, user_id)
+        texts = [embedding_text(row.label, _open(sealer, row)) for row in rows]
+        vectors = self.embedder.embed(texts)
+        scores = vectors @ query
+        return [
+            (row.id, float(score), vectors[i])
+            for i, (row, score) in enumerate(zip(rows, scores, strict=True))
+            if score >= threshold
+        ]
+
+    def list(
+        self,
+        principal: Principal,
+        *,
+        agent: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        session: Session | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Return the user's memories ordered by agent, then label.
+
+        Args:
+            agent: only this agent's.
+            limit: 1..1000.
+            offset: 0 or more.
+
+        Raises:
+            InputError: ``agent``, ``limit`` or ``offset`` break a rule.
+            IntegrityCheckError: a sealed memory was altered or moved.
+
+        """
+        if agent is not None:
+            check_agent(agent, "agent")
+        limit = _check_int(limit, "limit", 1, _MAX_LIST)
+        offset = _check_int(offset, "offset", 0, 2**31 - 1)
+        with self._session(session) as s:
+            rows = builtins.list(
+                s.scalars(
+                    select(Memory)
+                    .where(*scope(principal.user_id, agent, None))
+                    .order_by(Memory.agent, Memory.label)
+                    .limit(limit)
+                    .offset(offset)
+                )
+            )
+            if not rows:
+                return []
+            sealer = self._vault.user_sealer(s, principal.user_id)
+            return [
+                MemoryRecord(
+                    row.agent, row.label, _open(sealer, row), row.created_at, row.last_retrieved_at
+                )
+                for row in rows
+            ]
+
+    def count(self, principal: Principal, *, agent: str | None = None) -> int:
+        """Return how many memories the user holds (of ``agent`` only, when given)."""
+        with self._db.session() as s:
+            held = s.scalar(
+                select(func.count())
+                .select_from(Memory)
+                .where(*scope(principal.user_id, agent, None))
+            )
+        return int(held or 0)
+
+    # --- deleting ---------------------------------------------------------------------------
+
+    def delete(
+        self, principal: Principal, agent: str, label: str, *, session: Session | None = None
+    ) -> None:
+        """Delete one of the user's memories; it is never returned again.
+
+        Raises:
+            NotFoundError: no such memory of this user (another user's looks the same).
+
+        """
+        missing = NotFoundError(f"memory {agent}/{label} not found")
+        try:
+            check_agent(agent)
+            check_label(label)
+        except InputError:
+            raise missing from None
+        with self._session(session) as s:
+            result = s.execute(delete(Memory).where(*scope(principal.user_id, agent, label)))
+            if not getattr(result, "rowcount", 0):
+                raise missing
+
+    def delete_agent(self, agent: str, *, session: Session | None = None) -> int:
+        """Delete every memory ``agent`` stored, for every user (the agent was deleted).
+
+        Returns:
+            How many memories were deleted.
+
+        Raises:
+            InputError: ``agent`` is not an agent name.
+
+        """
+        check_agent(agent, "agent")
+        with self._session(session) as s:
+            result = s.execute(delete(Memory).where(Memory.agent == agent))
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    @contextmanager
+    def _session(self, session: Session | None) -> Iterator[Session]:
+        if session is not None:
+            yield session
+            return
+        with self._db.session() as own:
+            yield own
+
+
+def _lock_user(session: Session, user_id: int) -> str:
+    """Serialise memory writers of one user until the transaction ends; return their plan.
+
+    PostgreSQL: ``FOR NO KEY UPDATE`` on the user's row (foreign-key checks of other tables
+    are not blocked). SQLite: a no-op write to the row takes the database's write lock now, so
+    the count and eviction below see every committed write.
+
+    Raises:
+        NotFoundError: the user no longer exists.
+
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        plan = session.scalar(
+            select(User.plan).where(User.id == user_id).with_for_update(key_share=True)
+        )
+    else:
+        session.execute(
+            update(User)
+            .where(User.id == user_id)
+            .values(plan=User.plan)
+            .execution_options(synchronize_session=False)
+        )
+        plan = session.scalar(select(User.plan).where(User.id == user_id))
+    if plan is None:
+        raise NotFoundError(f"user {user_id} not found")
+    return str(plan)
+
+
+def _keys_condition(keys: Iterable[Key]) -> ColumnElement[bool]:
+    """``(agent, label) IN keys``, written per agent (SQLite has no row-value IN lists)."""
+    by_agent: dict[str, builtins.list[str]] = {}
+    for agent, label in keys:
+        by_agent.setdefault(agent, []).append(label)
+    if not by_agent:
+        return false()
+    return or_(
+        *(
+            and_(Memory.agent == agent, Memory.label.in_(labels))
+            for agent, labels in by_agent.items()
+        )
+    )
+
+
+def _delete_keys(session: Session, user_id: int, keys: builtins.list[Key]) -> tuple[Key, ...]:
+    if not keys:
+        return ()
+    found = session.execute(
+        select(Memory.id, Memory.agent, Memory.label).where(
+            Memory.user_id == user_id, _keys_condition(keys)
+        )
+    ).all()
+    if found:
+        session.execute(delete(Memory).where(Memory.id.in_([r[0] for r in found])))
+    return tuple(sorted((r[1], r[2]) for r in found))
+
+
+def _touch(
+    session: Session,
+    user_id: int,
+    ids: builtins.list[int],
+    refreshed: builtins.list[tuple[int, npt.NDArray[np.float32]]],
+    model_id: str,
+) -> None:
+    """Record the retrieval of ``ids`` (and store re-embedded vectors).
+
+    Rows another transaction holds (an apply in flight) are skipped, not waited for
+    (``FOR UPDATE SKIP LOCKED`` on PostgreSQL): a retrieval time is a hint for eviction, and
+    waiting could deadlock against the apply's own row locks. SQLite has one writer at a time.
+    """
+    if not ids and not refreshed:
+        return
+
+    def free(*conditions: ColumnElement[bool]) -> Any:
+        return (
+            select(Memory.id)
+            .where(Memory.user_id == user_id, *conditions)
+            .with_for_update(skip_locked=True)
+        )
+
+    if ids:
+        session.execute(
+            update(Memory)
+            .where(Memory.id.in_(free(Memory.id.in_(ids))))
+            .values(last_retrieved_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+    for memory_id, vector in refreshed:
+        session.execute(
+            update(Memory)
+            .where(Memory.id.in_(free(Memory.id == memory_id, Memory.model_id != model_id)))
+            .values(model_id=model_id, embedding=vector)
+            .execution_options(synchronize_session=False)
+        )
+
+
+def _open(sealer: Sealer, row: Memory) -> str:
+    """Open a memory's sealed text and check it was sealed for this row's agent and label.
+
+    Raises:
+        IntegrityCheckError: altered, or moved from another user, agent or label.
+
+    """
+    what = f"memory {row.agent}/{row.label} of user {row.user_id}"
+    payload = sealer.open(KIND, row.sealed, what)
+    if (
+        not isinstance(payload, dict)
+        or payload.get("agent") != row.agent
+        or payload.get("label") != row.label
+        or not isinstance(payload.get("text"), str)
+    ):
+        raise IntegrityCheckError(
+            f"{what} failed its integrity check: it was altered or does not belong here"
+        )
+    return str(payload["text"])
+
+
+def _check_query(query: object, longest: int) -> str:
+    """Return ``query`` if it is a non-empty string of at most ``longest`` characters.
+
+    The errors describe the query (its type, its length), never its text.
+    """
+    if not isinstance(query, str):
+        raise InputError("query", f"must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise InputError("query", "must not be empty")
+    if len(query) > longest:
+        raise InputError(
+            "query", f"is {len(query)} characters; at most {longest} (memory.max_query_chars)"
+        )
+    return query
+
+
+def _check_int(value: object, field: str, lowest: int, highest: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= highest:
+        raise InputError(field, f"must be an integer from {lowest} to {highest}, got {value!r}")
+    return value

@@ -1,0 +1,158 @@
+"""``/v1/memories`` over a real uvicorn server on loopback, on both backends."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import httpx
+import pytest
+
+from search2o import accounts
+from search2o.accounts import Principal
+from search2o.api.app import create_app
+from search2o.config import Settings
+from search2o.runtime import Runtime
+from tests.api.test_api import assert_input_error, assert_validation_error, serve
+from tests.conftest import MemoEmbedder
+from tests.memory.conftest import AIRLINE, COFFEE
+
+pytestmark = pytest.mark.slow
+
+QUERY_CANARY = "Okapi-Api-Query-Canary-5T1"
+
+
+@pytest.fixture
+def token_runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
+    """A runtime in ``auth_mode=token`` sharing the session's embedder."""
+    rt = Runtime(settings.model_copy(update={"auth_mode": "token"}))
+    rt.__dict__["embedder"] = embedder
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+@pytest.fixture
+def api(token_runtime: Runtime) -> Iterator[httpx.Client]:
+    with serve(create_app(token_runtime.settings, runtime=token_runtime)) as client:
+        yield client
+
+
+def _user(runtime: Runtime, email: str) -> tuple[Principal, dict[str, str]]:
+    with runtime.database.session() as session:
+        user = accounts.create_user(session, email)
+        token = accounts.issue_token(session, user, "tests")
+        principal = Principal.of(user)
+    return principal, {"Authorization": f"Bearer {token}"}
+
+
+def test_list_search_and_delete_only_the_callers_memories(
+    token_runtime: Runtime, api: httpx.Client
+) -> None:
+    ann, ann_auth = _user(token_runtime, "ann@example.com")
+    ben, ben_auth = _user(token_runtime, "ben@example.com")
+    token_runtime.memory.store(ann, "travel", {"preferred_airline": AIRLINE})
+    token_runtime.memory.store(ann, "kitchen", {"coffee_order": COFFEE})
+    token_runtime.memory.store(ben, "travel", {"preferred_airline": "Ben flies Delta"})
+
+    listed = api.get("/v1/memories", headers=ann_auth)
+    assert listed.status_code == 200, listed.text
+    memories = listed.json()["memories"]
+    assert [(m["agent"], m["label"], m["text"]) for m in memories] == [
+        ("kitchen", "coffee_order", COFFEE),
+        ("travel", "preferred_airline", AIRLINE),
+    ]
+    created = datetime.fromisoformat(memories[0]["created_at"])
+    assert created.utcoffset() == timedelta(0) and memories[0]["last_retrieved_at"] is None
+    only = api.get("/v1/memories", params={"agent": "travel"}, headers=ann_auth).json()
+    assert [m["label"] for m in only["memories"]] == ["preferred_airline"]
+    page = api.get("/v1/memories", params={"limit": 1, "offset": 1}, headers=ann_auth).json()
+    assert [m["agent"] for m in page["memories"]] == ["travel"]
+
+    found = api.post(
+        "/v1/memories/search", json={"query": "which airline do they like?"}, headers=ann_auth
+    )
+    assert found.status_code == 200, found.text
+    hits = found.json()["memories"]
+    assert [(h["agent"], h["label"], h["text"]) for h in hits] == [
+        ("travel", "preferred_airline", AIRLINE)
+    ]
+    assert hits[0]["score"] >= token_runtime.settings.memory.min_score
+    # the owner's own look-ups do not count as retrievals
+    assert token_runtime.memory.list(ann, agent="travel")[0].last_retrieved_at is None
+    unrelated = api.post(
+        "/v1/memories/search", json={"query": "quantum chromodynamics"}, headers=ann_auth
+    )
+    assert unrelated.json() == {"memories": []}
+
+    # another user's memory is answered like a missing one
+    foreign = api.delete("/v1/memories/kitchen/coffee_order", headers=ben_auth)
+    assert foreign.status_code == 404 and foreign.json()["detail"]["error"] == "NotFoundError"
+    assert api.delete("/v1/memories/travel/preferred_airline", headers=ann_auth).status_code == 204
+    assert api.delete("/v1/memories/travel/preferred_airline", headers=ann_auth).status_code == 404
+    assert api.delete("/v1/memories/no%20such/x", headers=ann_auth).status_code == 404
+    left = api.get("/v1/memories", headers=ann_auth).json()["memories"]
+    assert [m["label"] for m in left] == ["coffee_order"]
+    again = api.post(
+        "/v1/memories/search", json={"query": "which airline do they like?"}, headers=ann_auth
+    )
+    assert again.json() == {"memories": []}
+    ben_left = api.get("/v1/memories", headers=ben_auth).json()["memories"]
+    assert [m["text"] for m in ben_left] == ["Ben flies Delta"]
+
+
+def test_bad_input_is_422_naming_the_field(token_runtime: Runtime, api: httpx.Client) -> None:
+    _, auth = _user(token_runtime, "cid@example.com")
+    assert_validation_error(api.post("/v1/memories/search", json={}, headers=auth), "query")
+    assert_validation_error(
+        api.post("/v1/memories/search", json={"query": "x", "limit": "5"}, headers=auth), "limit"
+    )
+    assert_validation_error(
+        api.post("/v1/memories/search", json={"query": "x", "extra": 1}, headers=auth), "extra"
+    )
+    assert_input_error(
+        api.post("/v1/memories/search", json={"query": "  "}, headers=auth), 422, "query"
+    )
+    assert_input_error(
+        api.post("/v1/memories/search", json={"query": "x", "limit": 0}, headers=auth),
+        422,
+        "limit",
+    )
+    assert_input_error(
+        api.post("/v1/memories/search", json={"query": "x", "agent": "a b"}, headers=auth),
+        422,
+        "agent",
+    )
+    assert_input_error(api.get("/v1/memories", params={"offset": -1}, headers=auth), 422, "offset")
+    assert_input_error(api.get("/v1/memories", params={"limit": 0}, headers=auth), 422, "limit")
+    assert api.get("/v1/memories").status_code == 401
+
+
+def test_the_query_is_not_in_the_server_log(token_runtime: Runtime, api: httpx.Client) -> None:
+    me, auth = _user(token_runtime, "dee@example.com")
+    token_runtime.memory.store(me, "travel", {"preferred_airline": AIRLINE})
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage() + " " + str(getattr(record, "fields", "")))
+
+    handler = Collect(level=logging.DEBUG)
+    for name in ("search2o", "search2o.api", "uvicorn", "uvicorn.error", ""):
+        logging.getLogger(name).addHandler(handler)
+    try:
+        response = api.post(
+            "/v1/memories/search",
+            json={"query": f"which airline do they like? {QUERY_CANARY}"},
+            headers=auth,
+        )
+        bad = api.post("/v1/memories/search", json={"query": QUERY_CANARY * 200}, headers=auth)
+    finally:
+        for name in ("search2o", "search2o.api", "uvicorn", "uvicorn.error", ""):
+            logging.getLogger(name).removeHandler(handler)
+    assert response.status_code == 200 and bad.status_code == 422
+    assert QUERY_CANARY not in bad.text  # the error names the length, not the text
+    assert any("/v1/memories/search" in line for line in lines)  # the request was logged
+    assert not [line for line in lines if QUERY_CANARY in line]
