@@ -848,6 +848,9 @@ def targets_table(results: list[Result], questions: list[Question]) -> Table:
             theirs = {p.system: p.recall(group, TOP) for p in peers}
             measured = f"{mine:.3f} vs " + ", ".join(f"{s} {v:.3f}" for s, v in theirs.items())
             ok = all(mine > v for v in theirs.values()) if theirs else None
+            missing = [s for s in (MEM0, BM25) if s not in theirs]
+            if missing:
+                measured += f" ({', '.join(missing)} not measured)"
             table.add_row(f"{ours.title} recall@10 {name} > peers", measured, verdict(ok))
         if ours.at_n_without_ms:
             p95 = percentile(ours.at_n_without_ms, 95)
