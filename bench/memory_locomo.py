@@ -86,7 +86,6 @@ import math
 import os
 import platform
 import re
-import shutil
 import signal
 import sqlite3
 import sys
@@ -108,10 +107,18 @@ os.environ["MEM0_TELEMETRY"] = "False"  # read by mem0 at import time
 
 import numpy as np
 import numpy.typing as npt
-from rich.console import Console
+from benchkit import (
+    console,
+    load_average,
+    log,
+    p50_p95,
+    percentile,
+    pg_url,
+    postgres_server,
+    temporary_pg_database,
+    verdict,
+)
 from rich.table import Table
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from search2o.accounts import Principal, create_user
 from search2o.config import MemorySettings, Settings
@@ -138,39 +145,9 @@ BM25 = "BM25"
 BACKEND_TITLES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 _DIA_ID = re.compile(r"D:?(\d+):(\d+)")
 
-console = Console(width=None if os.isatty(1) else 160)
-
 
 # --------------------------------------------------------------------------------------------
 # Small helpers
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Return the ``q``-th percentile of ``values`` (NaN when empty)."""
-    return float(np.percentile(values, q)) if values else math.nan
-
-
-def log(message: str) -> None:
-    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def verdict(ok: bool | None) -> str:
-    if ok is None:
-        return "[yellow]n/a[/yellow]"
-    return "[green]PASS[/green]" if ok else "[red]FAIL[/red]"
-
-
-def p50_p95(values: list[float]) -> str:
-    if not values:
-        return "-"
-    return f"{percentile(values, 50):.2f} / {percentile(values, 95):.2f}"
 
 
 def ms_since(t0: float) -> float:
@@ -345,30 +322,7 @@ class Result:
 
 
 # --------------------------------------------------------------------------------------------
-# Databases (as bench/state.py)
-
-
-@contextmanager
-def postgres_server(needed: bool) -> Iterator[Any | None]:
-    """Start PostgreSQL (pgserver) in a temporary folder; stop it and delete the folder after."""
-    if not needed:
-        yield None
-        return
-    try:
-        import pgserver
-    except ImportError as exc:
-        raise SystemExit(
-            "PostgreSQL needs the pgserver package: .venv/bin/pip install -e '.[bench]'"
-        ) from exc
-    folder = tempfile.mkdtemp(prefix="search2o-bench-pg-")
-    log(f"starting PostgreSQL (pgserver) in {folder}")
-    server = pgserver.get_server(folder, cleanup_mode="delete")
-    try:
-        yield server
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
-        log("PostgreSQL stopped and its folder removed")
+# Databases
 
 
 @contextmanager
@@ -377,21 +331,8 @@ def fresh_database(backend: str, folder: Path, server: Any | None) -> Iterator[s
     if backend == "sqlite":
         yield None
         return
-    tag = f"locomo_{uuid.uuid4().hex[:8]}"
-
-    def url(database: str) -> str:
-        made = make_url(server.get_uri()).set(drivername="postgresql+psycopg", database=database)
-        return made.render_as_string(hide_password=False)
-
-    admin = create_engine(url("postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{tag}"'))
-    try:
-        yield url(tag)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{tag}" WITH (FORCE)'))
-        admin.dispose()
+    with temporary_pg_database(server, "locomo") as name:
+        yield pg_url(server, name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,7 +55,6 @@ import json
 import math
 import os
 import platform
-import shutil
 import signal
 import sys
 import tempfile
@@ -76,11 +75,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import numpy.typing as npt
+from benchkit import (
+    load_average,
+    log,
+    percentile,
+    pg_url,
+    postgres_server,
+    temporary_pg_database,
+)
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlalchemy import create_engine, insert, text, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import insert, text, update
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
@@ -149,28 +155,12 @@ console = Console(width=None if os.isatty(1) else 150)
 # Small helpers
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Return the ``q``-th percentile of ``values`` (NaN when empty)."""
-    return float(np.percentile(values, q)) if values else math.nan
-
-
-def fmt_ms(value: float) -> str:
-    return "-" if math.isnan(value) else f"{value:.1f}"
-
-
 def verdict(ok: bool) -> str:
     return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
 
 
-def load_average() -> str:
-    try:
-        return " ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def log(message: str) -> None:
-    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")
+def fmt_ms(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.1f}"
 
 
 @contextmanager
@@ -235,10 +225,6 @@ class Databases:
         self.folder = folder
         self.pg_server = pg_server
 
-    def _pg_url(self, name: str) -> str:
-        url = make_url(self.pg_server.get_uri()).set(drivername="postgresql+psycopg", database=name)
-        return url.render_as_string(hide_password=False)
-
     @contextmanager
     def fresh(self, label: str) -> Iterator[Database]:
         if self.backend == "sqlite":
@@ -251,37 +237,12 @@ class Databases:
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
             return
-        name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(self._pg_url("postgres"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        database = Database(self._pg_url(name))
-        try:
-            yield database
-        finally:
-            database.close()
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin.dispose()
-
-
-@contextmanager
-def postgres_server(needed: bool) -> Iterator[Any | None]:
-    """Start PostgreSQL (pgserver) in a temporary folder; stop it and delete the folder after."""
-    if not needed:
-        yield None
-        return
-    import pgserver
-
-    folder = tempfile.mkdtemp(prefix="search2o-bench-pg-")
-    log(f"starting PostgreSQL (pgserver) in {folder}")
-    server = pgserver.get_server(folder, cleanup_mode="delete")
-    try:
-        yield server
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
-        log("PostgreSQL stopped and its folder removed")
+        with temporary_pg_database(self.pg_server, f"bench_{label}") as name:
+            database = Database(pg_url(self.pg_server, name))
+            try:
+                yield database
+            finally:
+                database.close()
 
 
 def pg_settings(database: Database) -> dict[str, str]:

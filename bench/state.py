@@ -86,7 +86,6 @@ import os
 import platform
 import random
 import re
-import shutil
 import signal
 import sqlite3
 import sys
@@ -100,11 +99,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from rich.console import Console
+from benchkit import (
+    console,
+    load_average,
+    log,
+    p50_p95,
+    percentile,
+    pg_url,
+    postgres_server,
+    temporary_pg_database,
+    verdict,
+)
 from rich.table import Table
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
 
 from search2o.accounts import Principal
 from search2o.config import Settings
@@ -136,33 +143,9 @@ INSTALL_HINT = (
     "(or .venv/bin/pip install langgraph-checkpoint-sqlite langgraph-checkpoint-postgres)"
 )
 
-console = Console(width=None if os.isatty(1) else 160)
-
 
 # --------------------------------------------------------------------------------------------
 # Small helpers
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Return the ``q``-th percentile of ``values`` (NaN when empty)."""
-    return float(np.percentile(values, q)) if values else math.nan
-
-
-def log(message: str) -> None:
-    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def verdict(ok: bool | None) -> str:
-    if ok is None:
-        return "[yellow]n/a[/yellow]"
-    return "[green]PASS[/green]" if ok else "[red]FAIL[/red]"
 
 
 def fmt_bytes(value: float) -> str:
@@ -172,12 +155,6 @@ def fmt_bytes(value: float) -> str:
         if value >= size:
             return f"{value / size:,.1f} {unit}"
     return f"{value:,.0f} B"
-
-
-def p50_p95(values: list[float]) -> str:
-    if not values:
-        return "-"
-    return f"{percentile(values, 50):.2f} / {percentile(values, 95):.2f}"
 
 
 @contextmanager
@@ -281,56 +258,19 @@ class Backend:
         self.folder = folder
         self.pg_server = pg_server
 
-    def _pg_url(self, database: str, driver: str) -> str:
-        url = make_url(self.pg_server.get_uri()).set(drivername=driver, database=database)
-        return url.render_as_string(hide_password=False)
-
     @contextmanager
     def fresh(self, label: str) -> Iterator[tuple[str, str]]:
         """Yield ``(sqlalchemy_url, plain)``: plain is a file path (SQLite) or a libpq URI."""
-        tag = f"{label}_{uuid.uuid4().hex[:8]}"
         if self.name == "sqlite":
-            path = self.folder / f"{tag}.db"
+            path = self.folder / f"{label}_{uuid.uuid4().hex[:8]}.db"
             try:
                 yield f"sqlite:///{path}", str(path)
             finally:
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
             return
-        admin = create_engine(
-            self._pg_url("postgres", "postgresql+psycopg"), isolation_level="AUTOCOMMIT"
-        )
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{tag}"'))
-        try:
-            yield self._pg_url(tag, "postgresql+psycopg"), self._pg_url(tag, "postgresql")
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{tag}" WITH (FORCE)'))
-            admin.dispose()
-
-
-@contextmanager
-def postgres_server(needed: bool) -> Iterator[Any | None]:
-    """Start PostgreSQL (pgserver) in a temporary folder; stop it and delete the folder after."""
-    if not needed:
-        yield None
-        return
-    try:
-        import pgserver
-    except ImportError as exc:
-        raise SystemExit(
-            "PostgreSQL needs the pgserver package: .venv/bin/pip install -e '.[bench]'"
-        ) from exc
-    folder = tempfile.mkdtemp(prefix="search2o-bench-pg-")
-    log(f"starting PostgreSQL (pgserver) in {folder}")
-    server = pgserver.get_server(folder, cleanup_mode="delete")
-    try:
-        yield server
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
-        log("PostgreSQL stopped and its folder removed")
+        with temporary_pg_database(self.pg_server, label) as name:
+            yield pg_url(self.pg_server, name), pg_url(self.pg_server, name, "postgresql")
 
 
 def sqlite_sizes(conn: sqlite3.Connection, tables: tuple[str, ...]) -> tuple[int, int, int]:
