@@ -146,3 +146,24 @@ def runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
 def handbook_files() -> list[Path]:
     """The 16 Markdown files of the shared handbook."""
     return sorted(HANDBOOK.glob("*.md"))
+
+
+@pytest.fixture
+def token_runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
+    """A runtime whose settings say ``auth_mode=token``, sharing the session's embedder."""
+    rt = Runtime(settings.model_copy(update={"auth_mode": "token"}))
+    rt.__dict__["embedder"] = embedder
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+@pytest.fixture
+def token_api(token_runtime: Runtime) -> Iterator[Any]:
+    """The API in ``auth_mode=token`` on loopback: every request needs a bearer token."""
+    from search2o.api.app import create_app
+    from tests.api.test_api import serve
+
+    with serve(create_app(token_runtime.settings, runtime=token_runtime)) as client:
+        yield client

@@ -71,24 +71,6 @@ def local_api(runtime: Runtime) -> Iterator[httpx.Client]:
         yield client
 
 
-@pytest.fixture
-def token_runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
-    """A runtime whose settings say ``auth_mode=token``, sharing the session's embedder."""
-    rt = Runtime(settings.model_copy(update={"auth_mode": "token"}))
-    rt.__dict__["embedder"] = embedder
-    try:
-        yield rt
-    finally:
-        rt.close()
-
-
-@pytest.fixture
-def token_api(token_runtime: Runtime) -> Iterator[httpx.Client]:
-    """The API in ``auth_mode=token``: every request needs a bearer token."""
-    with serve(create_app(token_runtime.settings, runtime=token_runtime)) as client:
-        yield client
-
-
 def add_user(
     runtime: Runtime, email: str, groups: tuple[str, ...] = (), admin: bool = False
 ) -> dict[str, str]:

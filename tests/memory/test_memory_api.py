@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import httpx
@@ -11,33 +10,13 @@ import pytest
 
 from search2o import accounts
 from search2o.accounts import Principal
-from search2o.api.app import create_app
-from search2o.config import Settings
 from search2o.runtime import Runtime
-from tests.api.test_api import assert_input_error, assert_validation_error, serve
-from tests.conftest import MemoEmbedder
+from tests.api.test_api import assert_input_error, assert_validation_error
 from tests.memory.conftest import AIRLINE, COFFEE
 
 pytestmark = pytest.mark.slow
 
 QUERY_CANARY = "Okapi-Api-Query-Canary-5T1"
-
-
-@pytest.fixture
-def token_runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
-    """A runtime in ``auth_mode=token`` sharing the session's embedder."""
-    rt = Runtime(settings.model_copy(update={"auth_mode": "token"}))
-    rt.__dict__["embedder"] = embedder
-    try:
-        yield rt
-    finally:
-        rt.close()
-
-
-@pytest.fixture
-def api(token_runtime: Runtime) -> Iterator[httpx.Client]:
-    with serve(create_app(token_runtime.settings, runtime=token_runtime)) as client:
-        yield client
 
 
 def _user(runtime: Runtime, email: str) -> tuple[Principal, dict[str, str]]:
@@ -49,7 +28,7 @@ def _user(runtime: Runtime, email: str) -> tuple[Principal, dict[str, str]]:
 
 
 def test_list_search_and_delete_only_the_callers_memories(
-    token_runtime: Runtime, api: httpx.Client
+    token_runtime: Runtime, token_api: httpx.Client
 ) -> None:
     ann, ann_auth = _user(token_runtime, "ann@example.com")
     ben, ben_auth = _user(token_runtime, "ben@example.com")
@@ -57,7 +36,7 @@ def test_list_search_and_delete_only_the_callers_memories(
     token_runtime.memory.store(ann, "kitchen", {"coffee_order": COFFEE})
     token_runtime.memory.store(ben, "travel", {"preferred_airline": "Ben flies Delta"})
 
-    listed = api.get("/v1/memories", headers=ann_auth)
+    listed = token_api.get("/v1/memories", headers=ann_auth)
     assert listed.status_code == 200, listed.text
     memories = listed.json()["memories"]
     assert [(m["agent"], m["label"], m["text"]) for m in memories] == [
@@ -66,12 +45,12 @@ def test_list_search_and_delete_only_the_callers_memories(
     ]
     created = datetime.fromisoformat(memories[0]["created_at"])
     assert created.utcoffset() == timedelta(0) and memories[0]["last_retrieved_at"] is None
-    only = api.get("/v1/memories", params={"agent": "travel"}, headers=ann_auth).json()
+    only = token_api.get("/v1/memories", params={"agent": "travel"}, headers=ann_auth).json()
     assert [m["label"] for m in only["memories"]] == ["preferred_airline"]
-    page = api.get("/v1/memories", params={"limit": 1, "offset": 1}, headers=ann_auth).json()
+    page = token_api.get("/v1/memories", params={"limit": 1, "offset": 1}, headers=ann_auth).json()
     assert [m["agent"] for m in page["memories"]] == ["travel"]
 
-    found = api.post(
+    found = token_api.post(
         "/v1/memories/search", json={"query": "which airline do they like?"}, headers=ann_auth
     )
     assert found.status_code == 200, found.text
@@ -82,55 +61,69 @@ def test_list_search_and_delete_only_the_callers_memories(
     assert hits[0]["score"] >= token_runtime.settings.memory.min_score
     # the owner's own look-ups do not count as retrievals
     assert token_runtime.memory.list(ann, agent="travel")[0].last_retrieved_at is None
-    unrelated = api.post(
+    unrelated = token_api.post(
         "/v1/memories/search", json={"query": "quantum chromodynamics"}, headers=ann_auth
     )
     assert unrelated.json() == {"memories": []}
 
     # another user's memory is answered like a missing one
-    foreign = api.delete("/v1/memories/kitchen/coffee_order", headers=ben_auth)
+    foreign = token_api.delete("/v1/memories/kitchen/coffee_order", headers=ben_auth)
     assert foreign.status_code == 404 and foreign.json()["detail"]["error"] == "NotFoundError"
-    assert api.delete("/v1/memories/travel/preferred_airline", headers=ann_auth).status_code == 204
-    assert api.delete("/v1/memories/travel/preferred_airline", headers=ann_auth).status_code == 404
-    assert api.delete("/v1/memories/no%20such/x", headers=ann_auth).status_code == 404
-    left = api.get("/v1/memories", headers=ann_auth).json()["memories"]
+    assert (
+        token_api.delete("/v1/memories/travel/preferred_airline", headers=ann_auth).status_code
+        == 204
+    )
+    assert (
+        token_api.delete("/v1/memories/travel/preferred_airline", headers=ann_auth).status_code
+        == 404
+    )
+    assert token_api.delete("/v1/memories/no%20such/x", headers=ann_auth).status_code == 404
+    left = token_api.get("/v1/memories", headers=ann_auth).json()["memories"]
     assert [m["label"] for m in left] == ["coffee_order"]
-    again = api.post(
+    again = token_api.post(
         "/v1/memories/search", json={"query": "which airline do they like?"}, headers=ann_auth
     )
     assert again.json() == {"memories": []}
-    ben_left = api.get("/v1/memories", headers=ben_auth).json()["memories"]
+    ben_left = token_api.get("/v1/memories", headers=ben_auth).json()["memories"]
     assert [m["text"] for m in ben_left] == ["Ben flies Delta"]
 
 
-def test_bad_input_is_422_naming_the_field(token_runtime: Runtime, api: httpx.Client) -> None:
+def test_bad_input_is_422_naming_the_field(token_runtime: Runtime, token_api: httpx.Client) -> None:
     _, auth = _user(token_runtime, "cid@example.com")
-    assert_validation_error(api.post("/v1/memories/search", json={}, headers=auth), "query")
+    assert_validation_error(token_api.post("/v1/memories/search", json={}, headers=auth), "query")
     assert_validation_error(
-        api.post("/v1/memories/search", json={"query": "x", "limit": "5"}, headers=auth), "limit"
+        token_api.post("/v1/memories/search", json={"query": "x", "limit": "5"}, headers=auth),
+        "limit",
     )
     assert_validation_error(
-        api.post("/v1/memories/search", json={"query": "x", "extra": 1}, headers=auth), "extra"
+        token_api.post("/v1/memories/search", json={"query": "x", "extra": 1}, headers=auth),
+        "extra",
     )
     assert_input_error(
-        api.post("/v1/memories/search", json={"query": "  "}, headers=auth), 422, "query"
+        token_api.post("/v1/memories/search", json={"query": "  "}, headers=auth), 422, "query"
     )
     assert_input_error(
-        api.post("/v1/memories/search", json={"query": "x", "limit": 0}, headers=auth),
+        token_api.post("/v1/memories/search", json={"query": "x", "limit": 0}, headers=auth),
         422,
         "limit",
     )
     assert_input_error(
-        api.post("/v1/memories/search", json={"query": "x", "agent": "a b"}, headers=auth),
+        token_api.post("/v1/memories/search", json={"query": "x", "agent": "a b"}, headers=auth),
         422,
         "agent",
     )
-    assert_input_error(api.get("/v1/memories", params={"offset": -1}, headers=auth), 422, "offset")
-    assert_input_error(api.get("/v1/memories", params={"limit": 0}, headers=auth), 422, "limit")
-    assert api.get("/v1/memories").status_code == 401
+    assert_input_error(
+        token_api.get("/v1/memories", params={"offset": -1}, headers=auth), 422, "offset"
+    )
+    assert_input_error(
+        token_api.get("/v1/memories", params={"limit": 0}, headers=auth), 422, "limit"
+    )
+    assert token_api.get("/v1/memories").status_code == 401
 
 
-def test_the_query_is_not_in_the_server_log(token_runtime: Runtime, api: httpx.Client) -> None:
+def test_the_query_is_not_in_the_server_log(
+    token_runtime: Runtime, token_api: httpx.Client
+) -> None:
     me, auth = _user(token_runtime, "dee@example.com")
     token_runtime.memory.store(me, "travel", {"preferred_airline": AIRLINE})
     lines: list[str] = []
@@ -143,12 +136,14 @@ def test_the_query_is_not_in_the_server_log(token_runtime: Runtime, api: httpx.C
     for name in ("search2o", "search2o.api", "uvicorn", "uvicorn.error", ""):
         logging.getLogger(name).addHandler(handler)
     try:
-        response = api.post(
+        response = token_api.post(
             "/v1/memories/search",
             json={"query": f"which airline do they like? {QUERY_CANARY}"},
             headers=auth,
         )
-        bad = api.post("/v1/memories/search", json={"query": QUERY_CANARY * 200}, headers=auth)
+        bad = token_api.post(
+            "/v1/memories/search", json={"query": QUERY_CANARY * 200}, headers=auth
+        )
     finally:
         for name in ("search2o", "search2o.api", "uvicorn", "uvicorn.error", ""):
             logging.getLogger(name).removeHandler(handler)
