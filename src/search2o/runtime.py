@@ -71,15 +71,15 @@ class Runtime:
         foreign = sorted({key_id for key_id, _ in self.vault.versions_in_use()} - {held})
         if not foreign:
             return
-        where = ""
+        found = f"keys.provider {self.settings.keys.provider!r} holds {held!r}"
         path = getattr(self.key_provider, "path", None)
         if getattr(self.key_provider, "created", False) and path is not None:
             path.unlink(missing_ok=True)
-            where = f" (the keyring {path} did not exist; none was created)"
+            found = f"the keyring {path} did not exist; none was created"
         raise ConfigError(
-            f"the database holds data keys wrapped by key {', '.join(foreign)}, but "
-            f"keys.provider {self.settings.keys.provider!r} holds {held!r}{where}: configure the "
-            "keyring or key those conversations were sealed with (restore it from backup)"
+            f"the database holds data keys wrapped by key {', '.join(foreign)}, but {found}: "
+            "configure the keyring or key those conversations were sealed with (restore it from "
+            "backup)"
         )
 
     @cached_property
