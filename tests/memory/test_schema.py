@@ -1,4 +1,4 @@
-"""Migration 0006: the memory tables, their keys, and a refused downgrade while memories exist."""
+"""Migrations 0006-0007: the memory tables, their keys, term hashes, a refused downgrade."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def test_the_tables_and_their_keys(database: Database) -> None:
         "sealed",
         "model_id",
         "embedding",
+        "terms",
         "created_at",
         "last_retrieved_at",
     }
@@ -45,7 +46,7 @@ def test_the_tables_and_their_keys(database: Database) -> None:
     database.downgrade("0005")
     assert "memories" not in inspect(database.engine).get_table_names()
     database.upgrade()
-    assert database.current_revision() == "0006"
+    assert database.current_revision() == "0007"
 
 
 @pytest.mark.slow
@@ -56,5 +57,5 @@ def test_a_downgrade_is_refused_while_memories_are_stored(
     memory.store(me, "travel", {"preferred_airline": AIRLINE})
     with pytest.raises(StorageError, match="while memories are stored"):
         runtime.database.downgrade("0005")
-    assert runtime.database.current_revision() == "0006"
+    assert runtime.database.current_revision() == "0007"
     assert memory.count(me) == 1

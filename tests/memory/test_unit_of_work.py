@@ -103,3 +103,36 @@ def test_nothing_to_apply_touches_nothing(runtime: Runtime, memory: MemoryStore)
         outcome = memory.apply(session, me, changes)
     assert outcome.applied and outcome.stored == () and len(outcome.rejected) == 1
     assert runtime.vault.versions_in_use() == {}  # no data key made for nothing
+
+
+def test_a_runs_retrievals_are_written_with_its_changes(
+    runtime: Runtime, memory: MemoryStore
+) -> None:
+    me = add_user(runtime)
+    memory.store(me, "travel", {"preferred_airline": AIRLINE, "coffee_order": COFFEE})
+    changes = memory.new_changes()
+    hits = memory.search(me, "which airline do they like?", changes=changes)
+    assert [h.label for h in hits] == ["preferred_airline"]
+
+    def retrieved() -> dict[str, bool]:
+        return {r.label: r.last_retrieved_at is not None for r in memory.list(me)}
+
+    assert retrieved() == {"coffee_order": False, "preferred_airline": False}  # a search reads
+    assert len(changes.retrieved) == 1 and not changes  # nothing to store or delete
+    with runtime.database.session() as session:
+        outcome = memory.apply(session, me, changes)
+    assert outcome.applied and outcome.stored == ()
+    assert retrieved() == {"coffee_order": False, "preferred_airline": True}
+
+
+def test_a_validation_runs_retrievals_are_not_recorded(
+    runtime: Runtime, memory: MemoryStore
+) -> None:
+    me = add_user(runtime)
+    memory.store(me, "travel", {"preferred_airline": AIRLINE})
+    changes = memory.new_changes(validation=True)
+    assert memory.search(me, "which airline do they like?", changes=changes)
+    assert changes.retrieved == set()
+    with runtime.database.session() as session:
+        memory.apply(session, me, changes)
+    assert [r.last_retrieved_at for r in memory.list(me)] == [None]

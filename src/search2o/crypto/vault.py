@@ -24,7 +24,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, inspect, select
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from sqlalchemy import bindparam, func, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -80,8 +82,22 @@ class Sealer:
         label = what or f"{kind} of conversation {self.conversation_id}"
         return open_json(self._key, blob, self._aad(kind), label)
 
+    def derive(self, purpose: str) -> bytes:
+        """Return a 32-byte key for ``purpose``, derived from the data key of this scope.
+
+        HKDF-SHA256 (RFC 5869) with ``info`` = purpose + scope + owner, so keys of two
+        purposes, scopes or owners are unrelated; the data key itself never leaves the sealer.
+        """
+        info = f"search2o/{purpose}/{self.conversation_id}/{self.owner_id}".encode()
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(self._key)
+
     def _aad(self, kind: str) -> bytes:
         return associated_data(kind, self.conversation_id, self.owner_id)
+
+
+_USER_KEY = select(UserKey.kek_id, UserKey.kek_version, UserKey.wrapped).where(
+    UserKey.user_id == bindparam("user_id")
+)
 
 
 class Vault:
@@ -163,7 +179,7 @@ class Vault:
             IntegrityCheckError: the wrapped key was altered.
 
         """
-        row = session.get(UserKey, user_id)
+        row: Any = session.connection().execute(_USER_KEY, {"user_id": user_id}).first()
         if row is None:
             if not create:
                 raise NotFoundError(f"user {user_id} has no data key")

@@ -134,6 +134,8 @@ class MemoryChanges:
         vectors: embeddings of texts to store, by embedded text (filled by
             ``MemoryStore.prepare`` before the transaction, so it stays short).
         vectors_model: the embedding model that made ``vectors``.
+        retrieved: ids of memories the run's searches returned; :meth:`MemoryStore.apply`
+            records their retrieval time with the run's state.
 
     """
 
@@ -146,6 +148,12 @@ class MemoryChanges:
         self._rejected: list[Rejection] = []
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}
         self.vectors_model: str | None = None
+        self.retrieved: set[int] = set()
+
+    def note_retrieved(self, ids: Iterable[int]) -> None:
+        """Remember that a search of this run returned the memories ``ids``."""
+        if not self.validation:
+            self.retrieved.update(ids)
 
     def record(
         self,

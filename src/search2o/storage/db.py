@@ -82,8 +82,9 @@ class Database:
                         f"cannot create the data directory {folder}: {exc.strerror or exc}; "
                         "set SEARCH2O_DATA_DIR to a writable folder"
                     ) from exc
-            # A short-lived pool of plain connections: SQLite has no server to keep open.
-            kwargs["poolclass"] = NullPool
+            # SQLAlchemy's default for a file: a QueuePool of connections shared across threads
+            # (``check_same_thread=False``); opening one costs ~0.7 ms with the pragmas below,
+            # a tenth of a memory search.
         else:
             kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=10)
         self.engine: Engine = create_engine(parsed, **kwargs)
@@ -138,8 +139,14 @@ class Database:
     def _migrate(self, direction: str, revision: str) -> None:
         from alembic import command
 
+        # A connection of its own, never pooled: on SQLite it runs with foreign keys off. (An
+        # in-memory SQLite database exists only on the engine's own connection.)
+        in_memory = self.backend == "sqlite" and self.url.database in (None, "", ":memory:")
+        engine = self.engine if in_memory else create_engine(self.url, poolclass=NullPool)
+        if self.backend == "sqlite" and not in_memory:
+            event.listen(engine, "connect", _sqlite_pragmas)
         try:
-            with self.engine.begin() as connection:
+            with engine.begin() as connection:
                 if self.backend == "sqlite":
                     # Batch migrations rebuild tables (copy, drop, rename); with foreign keys on,
                     # dropping the old table would cascade-delete the rows that refer to it
@@ -153,6 +160,9 @@ class Database:
             raise StorageError(f"cannot migrate {self.describe()}: {_one_line(exc)}") from exc
         except RuntimeError as exc:  # a migration's own refusal (see 0005)
             raise StorageError(f"cannot migrate {self.describe()}: {exc}") from exc
+        finally:
+            if not in_memory:
+                engine.dispose()
 
     def current_revision(self) -> str | None:
         """Return the applied Alembic revision, or ``None`` for a blank database."""

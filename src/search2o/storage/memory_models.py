@@ -43,7 +43,10 @@ class Memory(Base):
 
     ``sealed`` holds ``{"agent", "label", "text"}`` sealed with the user's data key (kind
     ``memory``, scope ``user:<id>``), so a blob moved to another row does not open.
-    ``embedding`` is the vector of ``"<label words>: <text>"`` made by ``model_id``.
+    ``embedding`` is the vector of :func:`search2o.memory.ranking.embedding_text` made by
+    ``model_id``; ``terms`` are the keyed hashes of that text's terms
+    (:mod:`search2o.memory.lexical`), ``None`` for rows stored before revision 0007 (they are
+    re-embedded and hashed when a search meets them).
     ``last_retrieved_at`` is ``None`` until an agent's query returned the memory.
     """
 
@@ -61,5 +64,6 @@ class Memory(Base):
     sealed: Mapped[bytes] = mapped_column(LargeBinary)
     model_id: Mapped[str] = mapped_column(String(200))
     embedding: Mapped[np.ndarray] = mapped_column(EmbeddingVector)
+    terms: Mapped[bytes | None] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     last_retrieved_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
