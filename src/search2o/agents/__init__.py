@@ -1,0 +1,1 @@
+"""The Agent Engine: definitions, expressions, commands, runner, validation."""
