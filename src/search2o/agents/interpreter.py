@@ -1,0 +1,576 @@
+"""The interpreter of agent functions: commands run in order, with ask, call, return, end, fail.
+
+One :class:`Interpreter` executes one run. It knows nothing of databases or HTTP: what a
+command needs from the outside (a model call, a knowledge search, a memory search) comes
+through :class:`Services`, and what a run changes is collected in :class:`RunEffects` for the
+runner to save (:mod:`search2o.agents.runner`). So a failed run simply drops its effects.
+
+**Positions and pauses.** ``ask`` pauses the run: :class:`Paused` carries the question and the
+call stack as JSON frames ``{"function", "position", "locals"}`` (outermost first; a position is
+a path of command indexes and branch names, ``[2, "then", 0]``). Resuming runs the innermost
+frame from the ``ask`` itself with the user's answer as ``result``, then the rest of each frame
+after its position, so commands before an ``ask`` never run twice. ``ask.check`` (an expression
+over ``result``) refuses an answer: the run pauses again on the same ``ask`` with the ``retry``
+question, up to ``max_attempts`` answers.
+
+**Names in expressions** (:mod:`search2o.agents.expressions`): ``sys`` (``query``,
+``user_email``, ``conversation_id``, ``now``, ``inputs``), ``conv`` and ``agent`` (the
+variables as they stand, this run's sets included), the frame's local variables (a function's
+``call`` arguments; ``main`` gets the run's inputs) and ``result``, the previous command's
+result. Values handed to expressions are deep copies (JSON), so nothing an expression does can
+reach the state.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from search2o.agents.commands_schema import Command
+from search2o.agents.definition import AgentDefinition
+from search2o.agents.expressions import ExpressionError, Namespace, SandboxLimits, render
+from search2o.errors import InputError, Search2oError
+from search2o.memory.changes import MemoryChanges
+from search2o.state.model import ConversationState, StateChanges
+
+__all__ = [
+    "MAX_CALL_DEPTH",
+    "Ended",
+    "Interpreter",
+    "Paused",
+    "RunContext",
+    "RunEffects",
+    "RunError",
+    "Services",
+    "TraceEntry",
+]
+
+MAX_CALL_DEPTH = 32
+"""Deepest nesting of ``call``; deeper recursion fails the run with a clear error."""
+
+MAX_TRACE_CHARS = 2000
+"""A traced argument or result longer than this (as JSON) is shortened."""
+
+
+class Services(Protocol):
+    """What commands need from outside the interpreter (the runner binds these to the runtime)."""
+
+    def llm(self, profile: str | None, messages: list[dict[str, Any]]) -> str:
+        """Call model ``profile`` (``None``: the default) on OpenAI-style ``messages``."""
+        ...
+
+    def search(self, query: str, limit: int | None) -> list[dict[str, Any]]:
+        """Search the knowledge base under the user's rights; hits as JSON objects."""
+        ...
+
+    def memory_search(
+        self, query: str, agent: str | None, label: str | None, limit: int, changes: MemoryChanges
+    ) -> list[dict[str, Any]]:
+        """Search the user's memories (``{agentName, label, text, createdAt}``, best first)."""
+        ...
+
+
+class RunError(Search2oError):
+    """The run stopped: a ``fail`` command, or an error naming the function and command.
+
+    Attributes:
+        function, command: where it stopped (``command`` is the command key, e.g. ``llm``).
+
+    """
+
+    def __init__(self, message: str, function: str = "", command: str = "") -> None:
+        super().__init__(message)
+        self.function = function
+        self.command = command
+
+
+@dataclass
+class Paused(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """``ask`` paused the run: the question and the frames to resume from (JSON)."""
+
+    question: str
+    frames: list[dict[str, Any]]
+    attempts: int = 1
+
+
+@dataclass
+class Ended(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """``end`` anywhere, or ``return`` from ``main``: the run's output (JSON)."""
+
+    output: Any
+
+
+@dataclass
+class _Returned(Exception):  # noqa: N818 - a control-flow signal, not an error
+    value: Any
+
+
+@dataclass
+class TraceEntry:
+    """One executed command: where, its evaluated arguments, its result, its time (ms)."""
+
+    function: str
+    command: str
+    position: list[int | str]
+    arguments: Any
+    result: Any = None
+    ms: float = 0.0
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON form used by validation traces."""
+        return {
+            "function": self.function,
+            "command": self.command,
+            "position": self.position,
+            "arguments": _short(self.arguments),
+            "result": _short(self.result),
+            "ms": round(self.ms, 3),
+            "error": self.error,
+        }
+
+
+@dataclass
+class RunEffects:
+    """What a run changes, saved only when it ends, returns from main or pauses on ask."""
+
+    state: StateChanges = field(default_factory=StateChanges)
+    memory: MemoryChanges = field(default_factory=MemoryChanges)
+    trace: list[TraceEntry] = field(default_factory=list)
+
+
+@dataclass
+class RunContext:
+    """The run's inputs: who, which agent, the state before the run, the query."""
+
+    definition: AgentDefinition
+    state: ConversationState
+    query: str
+    user_email: str
+    conversation_id: str
+    inputs: dict[str, Any]
+    now: str
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+
+class Interpreter:
+    """Executes one run of ``context.definition`` (see the module docstring).
+
+    Args:
+        context: the run's inputs.
+        services: model calls and searches.
+        effects: where the run's changes go (a validation run's memory changes never apply).
+        trace: record a :class:`TraceEntry` per command (validation runs).
+
+    """
+
+    def __init__(
+        self,
+        context: RunContext,
+        services: Services,
+        effects: RunEffects,
+        *,
+        trace: bool = False,
+    ) -> None:
+        self.context = context
+        self.services = services
+        self.effects = effects
+        self._trace = trace
+        definition = context.definition
+        self._agent = definition.name
+        self._conv = copy.deepcopy(context.state.conv)
+        self._vars = copy.deepcopy(context.state.agent.get(definition.name, {}))
+        self._sys = Namespace(
+            {
+                "query": context.query,
+                "user_email": context.user_email,
+                "conversation_id": context.conversation_id,
+                "now": context.now,
+                "inputs": Namespace(dict(context.inputs), "sys.inputs"),
+            },
+            "sys",
+        )
+        self.commands_run = 0
+
+    # --- entry points ------------------------------------------------------------------------
+
+    def start(self) -> Any:
+        """Run ``main`` from its first command; return the output, or raise :class:`Paused`.
+
+        Raises:
+            Paused: an ``ask`` waits for the user.
+            RunError: ``fail``, or an error in a command.
+
+        """
+        return self._main(lambda: self._function("main", dict(self.context.inputs), None, 0))
+
+    def resume(self, frames: Sequence[Mapping[str, Any]], answer: str, attempts: int) -> Any:
+        """Resume a paused run with the user's ``answer`` (see the module docstring).
+
+        Raises:
+            Paused, RunError: as :meth:`start`.
+
+        """
+        plan = [dict(f) for f in frames]
+        return self._main(lambda: self._resume_frame(plan, 0, answer, attempts))
+
+    def _main(self, body: Callable[[], Any]) -> Any:
+        try:
+            body()
+        except (_Returned, Ended) as done:
+            return done.value if isinstance(done, _Returned) else done.output
+        return None
+
+    # --- frames and blocks --------------------------------------------------------------------
+
+    def _function(
+        self, name: str, local: dict[str, Any], resume: list[int | str] | None, depth: int
+    ) -> Any:
+        if depth >= MAX_CALL_DEPTH:
+            raise RunError(
+                f"function {name}: call depth exceeds {MAX_CALL_DEPTH} (recursion through call)",
+                name,
+                "call",
+            )
+        frame = _Frame(name, local, depth)
+        try:
+            self._block(frame, self.context.definition.functions[name], [], resume)
+        except _Returned as returned:
+            if name == "main":
+                raise Ended(returned.value) from None
+            return returned.value
+        return None
+
+    def _resume_frame(
+        self, plan: list[dict[str, Any]], level: int, answer: str, attempts: int
+    ) -> Any:
+        saved = plan[level]
+        name = str(saved["function"])
+        if name not in self.context.definition.functions:
+            raise RunError(f"cannot resume: the agent no longer has a function {name!r}", name)
+        frame = _Frame(name, dict(saved.get("locals") or {}), level)
+        position = list(saved["position"])
+        try:
+            if level + 1 < len(plan):  # an outer frame: finish its call, then go on
+                frame.resume_call = lambda: self._resume_frame(plan, level + 1, answer, attempts)
+            else:
+                frame.answer = (answer, attempts)
+            self._block(frame, self.context.definition.functions[name], [], position)
+        except _Returned as returned:
+            if name == "main":
+                raise Ended(returned.value) from None
+            return returned.value
+        return None
+
+    def _block(
+        self,
+        frame: _Frame,
+        commands: Sequence[Command],
+        prefix: list[int | str],
+        resume: list[int | str] | None,
+    ) -> None:
+        start = int(resume[0]) if resume else 0
+        for index in range(start, len(commands)):
+            inner = list(resume[1:]) if resume and index == start else None
+            self._command(frame, commands[index], [*prefix, index], inner)
+
+    # --- one command --------------------------------------------------------------------------
+
+    def _command(
+        self,
+        frame: _Frame,
+        command: Command,
+        position: list[int | str],
+        resume: list[int | str] | None,
+    ) -> None:
+        handler = getattr(self, f"_do_{command.kind}")
+        entry = TraceEntry(frame.function, command.key, position, None)
+        started = time.perf_counter()
+        self.commands_run += 1
+        try:
+            frame.result = handler(frame, command, position, resume, entry)
+            entry.result = frame.result
+        except (Paused, Ended, _Returned):
+            raise
+        except RunError as exc:
+            entry.error = exc.message
+            raise
+        except ExpressionError as exc:
+            entry.error = exc.message
+            raise RunError(
+                f"function {frame.function}, command {command.key}: {exc.message}",
+                frame.function,
+                command.key,
+            ) from exc
+        except (InputError, Search2oError) as exc:
+            entry.error = exc.message
+            raise RunError(
+                f"function {frame.function}, command {command.key}: {exc.message}",
+                frame.function,
+                command.key,
+            ) from exc
+        finally:
+            entry.ms = (time.perf_counter() - started) * 1000
+            if self._trace:
+                self.effects.trace.append(entry)
+
+    def _eval(self, frame: _Frame, value: Any) -> Any:
+        names: dict[str, Any] = dict(frame.locals)
+        names.update(
+            sys=self._sys,
+            conv=Namespace(copy.deepcopy(self._conv), "conv"),
+            agent=Namespace(copy.deepcopy(self._vars), "agent"),
+            result=copy.deepcopy(frame.result),
+        )
+        return render(value, names, self.context.limits)
+
+    def _text(self, frame: _Frame, value: Any, field_name: str) -> str:
+        rendered = self._eval(frame, value)
+        if isinstance(rendered, str):
+            return rendered
+        return json.dumps(rendered, ensure_ascii=False, default=str)
+
+    # --- the commands -------------------------------------------------------------------------
+
+    def _prompt_key(self, name: str | None) -> tuple[str, str | None, str]:
+        definition = self.context.definition
+        chosen = name or definition.default_prompt
+        spec = definition.prompts[chosen]
+        agent = self._agent if spec.scope == "agent" else None
+        return spec.scope, agent, chosen
+
+    def _history(self, key: tuple[str, str | None, str]) -> tuple[str, list[dict[str, Any]]]:
+        """Return the prompt's system text and history: stored, then this run's changes."""
+        scope, agent, name = key
+        stored = self.context.state.prompt(scope, name, agent)
+        system = stored.system if stored is not None else ""
+        history = list(stored.history) if stored is not None else []
+        for change in self.effects.state.prompts:
+            if (change.scope, change.agent, change.name) == key:
+                system = change.system if change.system is not None else system
+                history.extend(change.append)
+        if not system:
+            spec = self.context.definition.prompts[name]
+            system = spec.system
+        return system, history
+
+    def _do_prompt(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        scope, agent, name = self._prompt_key(command.get("name"))
+        system = command.get("system")
+        rendered_system = None if system is None else self._text(frame, system, "system")
+        appended = [
+            {"role": role, "content": self._text(frame, command.get(role), role)}
+            for role in ("user", "assistant")
+            if command.get(role) is not None
+        ]
+        self.effects.state.append_prompt(scope, name, appended, agent=agent, system=rendered_system)
+        _entry_args(_[-1]).arguments = {
+            "prompt": name,
+            "system": rendered_system,
+            "append": appended,
+        }
+        return frame.result
+
+    def _do_llm(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        key = self._prompt_key(command.get("prompt"))
+        system, history = self._history(key)
+        system = self._text(frame, system, "system") if system else ""
+        messages = ([{"role": "system", "content": system}] if system else []) + history
+        _entry_args(_[-1]).arguments = {"profile": command.get("profile"), "prompt": key[2]}
+        answer = self.services.llm(command.get("profile"), messages)
+        self.effects.state.append_prompt(
+            key[0], key[2], [{"role": "assistant", "content": answer}], agent=key[1]
+        )
+        if command.get("schema") is None:
+            return answer
+        try:
+            return json.loads(_strip_fence(answer))
+        except ValueError:
+            raise RunError(
+                f"function {frame.function}, command {command.key}: the model's answer is not "
+                "the JSON the schema asks for",
+                frame.function,
+                command.key,
+            ) from None
+
+    def _do_search(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        query = self._text(frame, command.get("query"), "query")
+        limit = self._eval(frame, command.get("limit"))
+        if limit is not None and (not isinstance(limit, int) or not 1 <= limit <= 50):
+            raise InputError("limit", f"must be an integer from 1 to 50, got {limit!r}")
+        _entry_args(_[-1]).arguments = {"query": query, "limit": limit}
+        return self.services.search(query, limit)
+
+    def _do_memory(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        store = {
+            label: self._text(frame, text, f"store.{label}")
+            for label, text in (command.get("store") or {}).items()
+        }
+        delete = list(command.get("delete") or [])
+        query_field = command.get("query")
+        query = None if query_field is None else self._text(frame, query_field, "query")
+        arguments: dict[str, Any] = {"store": store, "delete": delete, "query": query}
+        _entry_args(_[-1]).arguments = arguments
+        if store or delete:
+            rejected = self.effects.memory.record(self._agent, store=store, delete=delete)
+            arguments["rejected"] = [{"label": r.label, "reason": r.reason} for r in rejected]
+        if query is None:
+            return None
+        return self.services.memory_search(
+            query,
+            command.get("agentName"),
+            command.get("label"),
+            int(command.get("limit")),
+            self.effects.memory,
+        )
+
+    def _do_set(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        values = {name: self._eval(frame, value) for name, value in command.fields.items()}
+        _entry_args(_[-1]).arguments = values
+        for name, value in values.items():
+            if name.startswith("conv."):
+                self._conv[name[5:]] = copy.deepcopy(value)
+                self.effects.state.set_conv(name[5:], value)
+            elif name.startswith("agent."):
+                self._vars[name[6:]] = copy.deepcopy(value)
+                self.effects.state.set_agent(self._agent, name[6:], value)
+            else:
+                frame.locals[name] = value
+        return frame.result
+
+    def _do_if(
+        self,
+        frame: _Frame,
+        command: Command,
+        position: list[int | str],
+        resume: list[int | str] | None,
+        entry: TraceEntry,
+    ) -> Any:
+        if resume:  # resuming inside a branch: the condition was decided before the ask
+            branch = str(resume[0])
+            self._block(frame, command.fields[branch], [*position, branch], list(resume[1:]))
+            return frame.result
+        chosen = "then" if self._eval(frame, command.get("condition")) else "else"
+        entry.arguments = {"branch": chosen}
+        self._block(frame, command.fields.get(chosen) or (), [*position, chosen], None)
+        return frame.result
+
+    def _do_call(
+        self,
+        frame: _Frame,
+        command: Command,
+        position: list[int | str],
+        resume: list[int | str] | None,
+        entry: TraceEntry,
+    ) -> Any:
+        name = command.get("function")
+        if frame.resume_call is not None and resume is not None:
+            call, frame.resume_call = frame.resume_call, None
+            try:
+                return call()
+            except Paused as paused:
+                raise self._outer(paused, frame, position) from None
+        args = {k: self._eval(frame, v) for k, v in (command.get("args") or {}).items()}
+        entry.arguments = {"function": name, "args": args}
+        try:
+            return self._function(name, args, None, frame.depth + 1)
+        except Paused as paused:
+            raise self._outer(paused, frame, position) from None
+
+    def _outer(self, paused: Paused, frame: _Frame, position: list[int | str]) -> Paused:
+        outer = {"function": frame.function, "position": position, "locals": frame.locals}
+        return Paused(paused.question, [outer, *paused.frames], paused.attempts)
+
+    def _do_ask(
+        self,
+        frame: _Frame,
+        command: Command,
+        position: list[int | str],
+        resume: list[int | str] | None,
+        entry: TraceEntry,
+    ) -> Any:
+        if frame.answer is not None and resume is not None:
+            answer, attempts = frame.answer
+            frame.answer = None
+            check = command.get("check")
+            frame.result = answer
+            entry.arguments = {"answer": answer, "attempt": attempts}
+            if check is None or self._eval(frame, check):
+                return answer
+            if attempts >= int(command.get("max_attempts")):
+                raise RunError(
+                    f"function {frame.function}, command {command.key}: no valid answer after "
+                    f"{attempts} attempts",
+                    frame.function,
+                    command.key,
+                )
+            retry = command.get("retry") or command.get("question")
+            question = self._text(frame, retry, "retry")
+            raise Paused(question, [self._frame_json(frame, position)], attempts + 1)
+        question = self._text(frame, command.get("question"), "question")
+        entry.arguments = {"question": question}
+        raise Paused(question, [self._frame_json(frame, position)], 1)
+
+    @staticmethod
+    def _frame_json(frame: _Frame, position: list[int | str]) -> dict[str, Any]:
+        return {"function": frame.function, "position": position, "locals": frame.locals}
+
+    def _do_return(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        value = self._eval(frame, command.get("value"))
+        _entry_args(_[-1]).arguments = {"value": value}
+        raise _Returned(value)
+
+    def _do_end(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        output = self._eval(frame, command.get("output"))
+        _entry_args(_[-1]).arguments = {"output": output}
+        raise Ended(output)
+
+    def _do_fail(self, frame: _Frame, command: Command, *_: Any) -> Any:
+        message = self._text(frame, command.get("message"), "message")
+        _entry_args(_[-1]).arguments = {"message": message}
+        raise RunError(message, frame.function, command.key)
+
+    # --- results of the run -------------------------------------------------------------------
+
+    @property
+    def conv(self) -> dict[str, Any]:
+        """``conv.`` variables as they stand."""
+        return self._conv
+
+
+@dataclass
+class _Frame:
+    function: str
+    locals: dict[str, Any]
+    depth: int
+    result: Any = None
+    answer: tuple[str, int] | None = None
+    resume_call: Callable[[], Any] | None = None
+
+
+def _entry_args(entry: Any) -> TraceEntry:
+    if not isinstance(entry, TraceEntry):
+        raise TypeError("internal: the trace entry is the last handler argument")
+    return entry
+
+
+def _strip_fence(text: str) -> str:
+    """Drop a Markdown code fence around JSON (models often add one)."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[-1].rsplit("```", 1)[0]
+    return stripped
+
+
+def _short(value: Any) -> Any:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)[:MAX_TRACE_CHARS]
+    if len(text) <= MAX_TRACE_CHARS:
+        return value
+    return text[:MAX_TRACE_CHARS] + f"... ({len(text)} characters)"
