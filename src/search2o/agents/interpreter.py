@@ -291,6 +291,8 @@ class Interpreter:
         entry = TraceEntry(frame.function, command.key, position, None)
         started = time.perf_counter()
         self.commands_run += 1
+        if self._trace:  # in the order commands start (an if before its branch)
+            self.effects.trace.append(entry)
         try:
             frame.result = handler(frame, command, position, resume, entry)
             entry.result = frame.result
@@ -315,8 +317,6 @@ class Interpreter:
             ) from exc
         finally:
             entry.ms = (time.perf_counter() - started) * 1000
-            if self._trace:
-                self.effects.trace.append(entry)
 
     def _eval(self, frame: _Frame, value: Any) -> Any:
         names: dict[str, Any] = dict(frame.locals)

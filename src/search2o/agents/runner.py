@@ -1,0 +1,391 @@
+"""Agent runs in a conversation: restore the state, interpret, save on end, return and ask.
+
+:meth:`AgentRunner.run` is one run, as events shaped like a chat turn's (``conversation``,
+``delta``, ``done`` or ``error``; :class:`search2o.query.turn.TurnEvent`):
+
+1. The user's message joins the conversation's transcript (a new conversation is born by it).
+2. The conversation state is restored from the state store. If a run waits on ``ask`` and the
+   message names no agent or that agent, the message is the answer and the run resumes after
+   the ``ask``. If it names another agent, the waiting run is closed (recorded as ``failed``
+   with output ``{"abandoned_for": <agent>}``, saved with the new run) and the new agent runs.
+3. The interpreter (:mod:`search2o.agents.interpreter`) executes; model calls, knowledge and
+   memory searches happen during the run.
+4. On ``end``, ``return`` from main or ``ask``: one transaction stores the run record, the
+   prompts and variables (the state store's save, compare-and-swap on the version read in 2),
+   the memory stores/deletes/retrievals, and the answer (or question) as the agent's message.
+   On ``fail`` or any error nothing of the run is saved: the state and memories stay as they
+   were, and the transcript records the failed answer with its error.
+
+A validation run (``validation=True``) keeps its state in our own store even when hooks are
+configured, never applies memory changes, and returns the trace of every command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from search2o import aio
+from search2o.accounts import Principal
+from search2o.agents.definition import AgentDefinition, check_inputs
+from search2o.agents.interpreter import (
+    Interpreter,
+    Paused,
+    RunContext,
+    RunEffects,
+    RunError,
+)
+from search2o.config import Settings
+from search2o.crypto.vault import Vault
+from search2o.errors import InputError, Search2oError
+from search2o.knowledge.store import KnowledgeStore
+from search2o.memory.changes import MemoryChanges
+from search2o.memory.store import MemoryStore
+from search2o.providers.chat import ChatModel, TextDelta, build_chat_model
+from search2o.providers.embeddings import Embedder
+from search2o.query.conversations import (
+    append_message,
+    clean_title,
+    create_conversation,
+    owned_conversation,
+)
+from search2o.query.turn import TurnEvent
+from search2o.state import StateStore
+from search2o.state.model import ConversationState, Pause, RunRecord
+from search2o.storage.db import Database
+
+__all__ = ["AgentRunner", "PreparedRun"]
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A validated run request."""
+
+    principal: Principal
+    definition: AgentDefinition
+    message: str
+    conversation_id: str | None
+    inputs: dict[str, Any]
+    validation: bool = False
+
+
+class AgentRunner:
+    """Runs agents for every user of one process (holds no per-user state).
+
+    Args:
+        database, vault: where conversations, messages and their keys live.
+        state_store: the conversation state store (ours or the enterprise's hooks).
+        validation_state_store: always ours (validation runs).
+        memory: long-term memories.
+        knowledge: the Knowledge Store the ``search`` command searches.
+        settings: the process settings (``chat`` profiles, ``retention``).
+        embedder: handed to chat model factories (the built-in model scores with it).
+
+    """
+
+    def __init__(
+        self,
+        *,
+        database: Database,
+        vault: Vault,
+        state_store: StateStore,
+        validation_state_store: StateStore,
+        memory: MemoryStore,
+        knowledge: KnowledgeStore,
+        settings: Settings,
+        embedder: Embedder,
+    ) -> None:
+        self._db = database
+        self._vault = vault
+        self._state = state_store
+        self._validation_state = validation_state_store
+        self._memory = memory
+        self._knowledge = knowledge
+        self._settings = settings
+        self._embedder = embedder
+        self._models: dict[str, ChatModel] = {}
+
+    # --- preparing ------------------------------------------------------------------------------
+
+    def prepare(
+        self,
+        principal: Principal,
+        definition: AgentDefinition,
+        message: str,
+        conversation_id: str | None = None,
+        inputs: dict[str, Any] | None = None,
+        *,
+        validation: bool = False,
+    ) -> PreparedRun:
+        """Validate a run request without writing anything.
+
+        Raises:
+            InputError: an empty or too long message (field ``message``), bad ``inputs``.
+            NotFoundError: ``conversation_id`` is missing or another user's.
+
+        """
+        text = message.strip() if isinstance(message, str) else ""
+        if not text:
+            raise InputError("message", "must not be empty")
+        limit = self._settings.chat.max_message_chars
+        if len(text) > limit:
+            raise InputError("message", f"is {len(text)} characters long; the limit is {limit}")
+        checked = check_inputs(definition, inputs)
+        if conversation_id is not None:
+            with self._db.session() as session:
+                owned_conversation(session, principal, conversation_id, self._settings.retention)
+        return PreparedRun(principal, definition, text, conversation_id, checked, validation)
+
+    # --- running --------------------------------------------------------------------------------
+
+    def run_sync(self, run: PreparedRun) -> Iterator[TurnEvent]:
+        """:meth:`run` for synchronous callers (the CLI), on :mod:`search2o.aio`'s loop."""
+        return aio.iterate(self.run(run))
+
+    async def run(self, run: PreparedRun) -> AsyncIterator[TurnEvent]:
+        """Run ``run`` and yield its events (see the module docstring)."""
+        for event in await asyncio.to_thread(self._execute, run):
+            yield event
+
+    def _execute(self, run: PreparedRun) -> list[TurnEvent]:
+        events: list[TurnEvent] = []
+        conversation_id, user_message_id, created = self._open(run)
+        events.append(
+            TurnEvent(
+                "conversation",
+                {
+                    "conversation_id": conversation_id,
+                    "created": created,
+                    "user_message_id": user_message_id,
+                    "agent": run.definition.name,
+                },
+            )
+        )
+        store = self._validation_state if run.validation else self._state
+        restored = store.restore(conversation_id, run.principal)
+        state, version = restored if restored is not None else (ConversationState(), 0)
+        effects = RunEffects(memory=self._memory.new_changes(validation=run.validation))
+        context = RunContext(
+            definition=run.definition,
+            state=state,
+            query=run.message,
+            user_email=run.principal.email,
+            conversation_id=conversation_id,
+            inputs=run.inputs,
+            now=_now(),
+        )
+        interpreter = Interpreter(context, _Services(self, run), effects, trace=run.validation)
+        waiting = _waiting_run(state)
+        started = _now()
+        run_id = uuid.uuid4().hex
+        try:
+            if waiting is not None and waiting.agent == run.definition.name:
+                run_id, started = waiting.run_id, waiting.started_at or started
+                resume = waiting.pause.resume if waiting.pause is not None else {}
+                context.query = str(resume.get("query", run.message))
+                output = interpreter.resume(resume["frames"], run.message, int(resume["attempts"]))
+            else:
+                if waiting is not None:
+                    waiting.status, waiting.pause = "failed", None
+                    waiting.output = {"abandoned_for": run.definition.name}
+                    waiting.finished_at = _now()
+                    effects.state.record_run(waiting)
+                output = interpreter.start()
+            record = RunRecord(
+                run_id, run.definition.name, "completed", run.inputs, output, None, started, _now()
+            )
+            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            status = "completed"
+        except Paused as paused:
+            resume = {"frames": paused.frames, "attempts": paused.attempts, "query": context.query}
+            pause = Pause(
+                paused.frames[-1]["function"],
+                paused.frames[-1]["position"],
+                paused.question,
+                resume,
+            )
+            record = RunRecord(
+                run_id, run.definition.name, "paused", run.inputs, None, pause, started
+            )
+            text, output, status = paused.question, None, "paused"
+        except RunError as exc:
+            return events + self._failed(run, conversation_id, exc, effects)
+        effects.state.record_run(record)
+        try:
+            message_id = self._save(run, conversation_id, store, effects, version, text, status)
+        except Search2oError as exc:
+            return events + self._failed(run, conversation_id, exc, effects)
+        events.append(TurnEvent("delta", {"text": text}))
+        done: dict[str, Any] = {
+            "conversation_id": conversation_id,
+            "message_id": message_id,
+            "text": text,
+            "status": status,
+            "output": output,
+            "run_id": run_id,
+            "agent": run.definition.name,
+        }
+        if run.validation:
+            done["trace"] = [entry.to_json() for entry in effects.trace]
+        events.append(TurnEvent("done", done))
+        return events
+
+    def _open(self, run: PreparedRun) -> tuple[str, str, bool]:
+        with self._db.session() as session:
+            if run.conversation_id is None:
+                title = clean_title(f"{run.definition.name}: {run.message}")
+                conversation, sealer = create_conversation(
+                    session, self._vault, run.principal, title
+                )
+                created = True
+            else:
+                conversation = owned_conversation(
+                    session, run.principal, run.conversation_id, self._settings.retention
+                )
+                sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
+                created = False
+            message = append_message(
+                session,
+                conversation,
+                sealer,
+                role="user",
+                text=run.message,
+                agent=run.definition.name,
+            )
+            return conversation.id, message.id, created
+
+    def _save(
+        self,
+        run: PreparedRun,
+        conversation_id: str,
+        store: StateStore,
+        effects: RunEffects,
+        version: int,
+        text: str,
+        status: str,
+    ) -> str:
+        """Save state, memories and the agent's message in one transaction; return its id."""
+        self._memory.prepare(effects.memory)
+        with self._db.session() as session:
+            conversation = owned_conversation(
+                session, run.principal, conversation_id, self._settings.retention
+            )
+            sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
+            self._memory.apply(session, run.principal, effects.memory)
+            message = append_message(
+                session,
+                conversation,
+                sealer,
+                role="assistant",
+                text=text,
+                agent=run.definition.name,
+                status="complete",
+            )
+            # Last: a hook store's save leaves the enterprise's side changed only when every
+            # write of ours went through; if it fails, this transaction rolls back.
+            store.save(conversation_id, run.principal, effects.state, version, session=session)
+            return str(message.id)
+
+    def _failed(
+        self, run: PreparedRun, conversation_id: str, error: Search2oError, effects: RunEffects
+    ) -> list[TurnEvent]:
+        """Record the failed answer in the transcript only; the state and memories stay."""
+        with self._db.session() as session:
+            conversation = owned_conversation(session, run.principal, conversation_id, None)
+            sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
+            message = append_message(
+                session,
+                conversation,
+                sealer,
+                role="assistant",
+                text=f"The agent {run.definition.name} failed: {error.message}",
+                agent=run.definition.name,
+                status="failed",
+            )
+            message_id = str(message.id)
+        data: dict[str, Any] = {
+            "error": type(error).__name__,
+            "message": error.message,
+            "message_id": message_id,
+            "conversation_id": conversation_id,
+        }
+        if run.validation:
+            data["trace"] = [entry.to_json() for entry in effects.trace]
+        return [TurnEvent("error", data)]
+
+    # --- services -------------------------------------------------------------------------------
+
+    def model(self, profile: str | None) -> ChatModel:
+        """Return the chat model of ``profile`` (``None``: ``chat.profile``), built once."""
+        name = profile or self._settings.chat.profile
+        if name not in self._models:
+            settings = self._settings.chat.model_copy(update={"profile": name})
+            self._models[name] = build_chat_model(settings, self._embedder)
+        return self._models[name]
+
+
+class _Services:
+    """The interpreter's :class:`~search2o.agents.interpreter.Services` for one run."""
+
+    def __init__(self, runner: AgentRunner, run: PreparedRun) -> None:
+        self._runner = runner
+        self._run = run
+
+    def llm(self, profile: str | None, messages: list[dict[str, Any]]) -> str:
+        model = self._runner.model(profile)
+
+        async def collect() -> str:
+            parts = [
+                event.text
+                async for event in model.stream(messages, [])  # type: ignore[arg-type]
+                if isinstance(event, TextDelta)
+            ]
+            return "".join(parts)
+
+        return aio.run(collect())
+
+    def search(self, query: str, limit: int | None) -> list[dict[str, Any]]:
+        k = limit or self._runner._settings.chat.search_k
+        result = self._runner._knowledge.search(self._run.principal, query, k)
+        return [
+            {
+                "number": n,
+                "title": hit.title,
+                "source": hit.source,
+                "heading_path": list(hit.heading_path),
+                "text": hit.text,
+                "score": round(hit.score, 6),
+            }
+            for n, hit in enumerate(result.hits, start=1)
+        ]
+
+    def memory_search(
+        self, query: str, agent: str | None, label: str | None, limit: int, changes: MemoryChanges
+    ) -> list[dict[str, Any]]:
+        hits = self._runner._memory.search(
+            self._run.principal,
+            query,
+            agent=agent,
+            label=label,
+            limit=limit,
+            changes=changes,
+            touch=not self._run.validation,
+        )
+        return [hit.to_dict() for hit in hits]
+
+
+def _waiting_run(state: ConversationState) -> RunRecord | None:
+    """Return the conversation's run that waits on ``ask``, if any (at most one)."""
+    for record in reversed(state.runs):
+        if record.status == "paused" and record.pause is not None:
+            return record
+    return None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
