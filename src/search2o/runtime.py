@@ -11,6 +11,8 @@ from functools import cached_property
 from types import TracebackType
 
 from search2o.accounts import Principal, ensure_user, get_user
+from search2o.agents.registry import AgentRegistry
+from search2o.agents.runner import AgentRunner
 from search2o.config import Settings
 from search2o.crypto.keys import build_key_provider
 from search2o.crypto.vault import Vault
@@ -136,6 +138,25 @@ class Runtime:
     def memory(self) -> MemoryStore:
         """Long-term memories of users (built on first use; embeds with :attr:`embedder`)."""
         return MemoryStore(self.database, self.vault, self.embedder, self.settings.memory)
+
+    @cached_property
+    def agents(self) -> AgentRegistry:
+        """Stored agent definitions, checked against the ``chat.profiles`` of the settings."""
+        return AgentRegistry(self.database, self.memory, lambda: tuple(self.settings.chat.profiles))
+
+    @cached_property
+    def agent_runner(self) -> AgentRunner:
+        """The Agent Engine's runner (built on first use)."""
+        return AgentRunner(
+            database=self.database,
+            vault=self.vault,
+            state_store=self.state_store,
+            validation_state_store=self.validation_state_store,
+            memory=self.memory,
+            knowledge=self.knowledge,
+            settings=self.settings,
+            embedder=self.embedder,
+        )
 
     @cached_property
     def conversations(self) -> Conversations:

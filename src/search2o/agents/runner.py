@@ -141,6 +141,17 @@ class AgentRunner:
                 owned_conversation(session, principal, conversation_id, self._settings.retention)
         return PreparedRun(principal, definition, text, conversation_id, checked, validation)
 
+    def waiting_agent(self, principal: Principal, conversation_id: str) -> str | None:
+        """Return the agent whose run waits on ``ask`` in the conversation, if any.
+
+        Raises:
+            NotFoundError: the conversation is missing or another user's.
+
+        """
+        restored = self._state.restore(conversation_id, principal)
+        waiting = _waiting_run(restored[0]) if restored is not None else None
+        return waiting.agent if waiting is not None else None
+
     # --- running --------------------------------------------------------------------------------
 
     def run_sync(self, run: PreparedRun) -> Iterator[TurnEvent]:

@@ -20,7 +20,15 @@ from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 
 from search2o.api.errors import install_error_handlers
-from search2o.api.routers import chat, conversations, documents, health, memories, search
+from search2o.api.routers import (
+    agents,
+    chat,
+    conversations,
+    documents,
+    health,
+    memories,
+    search,
+)
 from search2o.config import Settings, load_settings
 from search2o.logs import configure_logging
 from search2o.query.retention import run_sweeper
@@ -81,7 +89,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     )
     app.state.runtime = rt
     install_error_handlers(app)
-    for module in (health, search, documents, chat, conversations, memories):
+    for module in (health, search, documents, chat, conversations, memories, agents):
         app.include_router(module.router)
 
     @app.middleware("http")

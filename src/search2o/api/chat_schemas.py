@@ -29,6 +29,15 @@ class ChatRequest(BaseModel):
         max_length=64,
         description="continue this conversation; omit to start a new one",
     )
+    agent: StrictStr | None = Field(
+        default=None,
+        max_length=100,
+        description="run this agent in the conversation instead of a chat turn; a message "
+        "without it answers an agent's waiting question when there is one",
+    )
+    inputs: dict[str, Any] | None = Field(
+        default=None, description="the agent's inputs (only with `agent`)"
+    )
     stream: StrictBool = Field(
         default=True,
         description="true: Server-Sent Events; false: one JSON body (the `done` event's data "

@@ -1,4 +1,4 @@
-"""Request dependencies as ``Annotated`` aliases: the runtime and the authenticated caller."""
+"""Request dependencies as ``Annotated`` aliases: the runtime, the caller, an admin caller."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from search2o.accounts import Principal, authenticate
-from search2o.errors import AuthenticationError
+from search2o.errors import AuthenticationError, PermissionDeniedError
 from search2o.runtime import Runtime
 
-__all__ = ["CurrentUser", "RuntimeDep"]
+__all__ = ["AdminUser", "CurrentUser", "RuntimeDep"]
 
 _bearer = HTTPBearer(auto_error=False, description="An API token from `search2o users add`.")
 
@@ -47,3 +47,19 @@ def get_principal(
 
 
 CurrentUser = Annotated[Principal, Depends(get_principal)]
+
+
+def get_admin(user: CurrentUser) -> Principal:
+    """Return the authenticated caller if they are an admin.
+
+    Raises:
+        AuthenticationError: as :func:`get_principal`.
+        PermissionDeniedError: the caller is not an admin.
+
+    """
+    if not user.is_admin:
+        raise PermissionDeniedError("only admins may do this; ask an admin of this server")
+    return user
+
+
+AdminUser = Annotated[Principal, Depends(get_admin)]

@@ -1,7 +1,9 @@
 """The one place where errors become HTTP statuses.
 
 Every :class:`Search2oError` subclass maps to one status; the body is
-``{"detail": {"error": <ClassName>, "message": ..., "field": ...}}``. Request validation errors
+``{"detail": {"error": <ClassName>, "message": ..., "field": ...}}``. An agent definition's
+:class:`~search2o.agents.definition.DefinitionError` (422) also lists every problem:
+``"problems": [{"path": "$.functions.main", "reason": ...}, ...]``. Request validation errors
 from FastAPI keep status 422 and name the field.
 """
 
@@ -12,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from search2o import errors
+from search2o.agents.definition import DefinitionError
 
 __all__ = ["STATUS_BY_ERROR", "install_error_handlers", "status_for", "status_for_name"]
 
@@ -56,6 +59,8 @@ async def _handle(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, errors.InputError):
         body["field"] = exc.field
         body["reason"] = exc.reason
+    if isinstance(exc, DefinitionError):
+        body["problems"] = [{"path": p.path, "reason": p.reason} for p in exc.problems]
     headers = (
         {"WWW-Authenticate": "Bearer"} if isinstance(exc, errors.AuthenticationError) else None
     )

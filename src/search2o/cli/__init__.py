@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from search2o.cli import accounts, chat, keys, knowledge, memory, retention, server, state
+from search2o.cli import (
+    accounts,
+    agent_runs,  # noqa: F401 - registers `agents run` and `agents validate`
+    agents,
+    chat,
+    keys,
+    knowledge,
+    memory,
+    retention,
+    server,
+    state,
+)
 from search2o.cli.common import set_global_options
 
 __all__ = ["app", "main"]
@@ -56,6 +67,7 @@ app.add_typer(keys.keys_app, name="keys", rich_help_panel="Admin")
 app.add_typer(retention.retention_app, name="retention", rich_help_panel="Admin")
 app.add_typer(state.state_app, name="state", rich_help_panel="Admin")
 app.add_typer(memory.memory_app, name="memory", rich_help_panel="Chat")
+app.add_typer(agents.agents_app, name="agents", rich_help_panel="Agents")
 
 
 def main() -> None:

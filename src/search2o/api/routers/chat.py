@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter
@@ -9,10 +10,14 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from search2o.accounts import Principal
 from search2o.api.chat_schemas import ChatRequest
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.errors import status_for_name
 from search2o.api.sse import SSE_HEADERS, stream_events
+from search2o.errors import InputError
+from search2o.query.turn import TurnEvent
+from search2o.runtime import Runtime
 
 router = APIRouter(prefix="/v1", tags=["chat"])
 
@@ -78,17 +83,16 @@ Example:
     },
 )
 async def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
-    """Run one chat turn (see the description for the event stream)."""
-    engine = await run_in_threadpool(lambda: runtime.turns)  # built on first use (loads models)
-    turn = await run_in_threadpool(engine.prepare, user, body.message, body.conversation_id)
+    """Run one chat turn or agent run (see the description for the event stream)."""
+    events = await run_in_threadpool(_start, body, user, runtime)
     if body.stream:
         return StreamingResponse(
-            stream_events(engine.run(turn), runtime.settings.chat.heartbeat_s),
+            stream_events(events, runtime.settings.chat.heartbeat_s),
             media_type="text/event-stream",
             headers=SSE_HEADERS,
         )
     result: dict[str, Any] = {"tool_calls": []}
-    async for event in engine.run(turn):
+    async for event in events:
         if event.kind == "conversation":
             result["conversation_id"] = event.data["conversation_id"]
         elif event.kind == "tool_call":
@@ -101,3 +105,28 @@ async def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any
                 status_code=status_for_name(event.data["error"]),
             )
     return JSONResponse(jsonable_encoder(result))
+
+
+def _start(body: ChatRequest, user: Principal, runtime: Runtime) -> AsyncIterator[TurnEvent]:
+    """Validate the request (nothing written) and return its events: an agent run or a turn.
+
+    An agent runs when ``agent`` is named, or when the conversation has a run waiting on
+    ``ask`` (the message is the answer).
+
+    Raises:
+        InputError, NotFoundError: bad input, an unknown agent or conversation.
+
+    """
+    agent = body.agent
+    if agent is None and body.conversation_id is not None:
+        agent = runtime.agent_runner.waiting_agent(user, body.conversation_id)
+    if agent is None:
+        if body.inputs is not None:
+            raise InputError("inputs", "only with `agent`")
+        engine = runtime.turns  # built on first use (loads models)
+        return engine.run(engine.prepare(user, body.message, body.conversation_id))
+    runner = runtime.agent_runner
+    definition = runtime.agents.get(agent)
+    return runner.run(
+        runner.prepare(user, definition, body.message, body.conversation_id, body.inputs)
+    )
