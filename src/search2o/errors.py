@@ -11,7 +11,8 @@ Tree::
     ├── ConfigError                  settings are missing or inconsistent        (500)
     ├── InputError                   a request/CLI value breaks a rule           (422)
     │   ├── UnsupportedFileError     a file type no loader reads                 (422)
-    │   └── CorruptFileError         a file a loader cannot parse                (422)
+    │   ├── CorruptFileError         a file a loader cannot parse                (422)
+    │   └── DefinitionError          an agent definition breaks rules (agents)   (422)
     ├── AuthenticationError          no or a bad API token                       (401)
     ├── PermissionDeniedError        an admin-only action by a non-admin         (403)
     ├── NotFoundError                missing, or owned by someone else           (404)
@@ -21,7 +22,9 @@ Tree::
     ├── ProviderError                an embedding/chat provider failed           (502)
     ├── IntegrityCheckError          a sealed record was altered or moved        (500)
     ├── KeyUnavailableError          a key-encryption key cannot be used         (503)
-    └── HookError                    an enterprise hook failed or replied badly  (502)
+    ├── HookError                    an enterprise hook failed or replied badly  (502)
+    └── RunError                     an agent run stopped: fail, or an error in a
+                                     command (search2o.agents.interpreter)       (422)
 
 Messages name the bad value and the rule, and say the fix where there is one.
 """

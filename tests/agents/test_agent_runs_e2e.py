@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -79,3 +80,60 @@ def test_run_and_validate_from_the_cli(cli: Cli, tmp_path: Path) -> None:  # noq
     assert done.strip() == "Noted: KLM"
     traced = out(cli.ok("agents", "validate", str(path), "Which airline?"))
     assert "memory" in traced and "You like: The user prefers to fly KLM" in traced
+
+
+ESCAPES = {
+    "open_file": "open('/etc/passwd')",
+    "huge_int": "10**10**10",
+    "huge_text": "'x'*10**10",
+    "nested_loops": "[1 for a in range(10**4) for b in range(10**4)]",
+}
+
+
+def test_sandbox_escapes_fail_clearly_while_the_server_keeps_serving(
+    token_runtime: Runtime, token_api: httpx.Client
+) -> None:
+    admin = _auth(add_user(token_runtime, "root@example.com", admin=True)[1])
+    user = _auth(add_user(token_runtime, "ann@example.com")[1])
+    for expression in ("__import__('os')", "().__class__.__bases__[0].__subclasses__()"):
+        doc = {
+            "name": "bad",
+            "description": "x",
+            "functions": {"main": {"set": {"x": f"{{ {expression} }}"}}},
+        }
+        refused = token_api.put("/v1/agents/bad", json=doc, headers=admin)
+        assert refused.status_code == 422
+        assert refused.json()["detail"]["problems"][0]["path"] == "$.functions.main.set.x"
+    for name, expression in ESCAPES.items():
+        doc = {
+            "name": name,
+            "description": "x",
+            "functions": {"main": {"set": {"x": f"{{ {expression} }}"}}},
+        }
+        assert token_api.put(f"/v1/agents/{name}", json=doc, headers=admin).status_code == 201
+    recursive = {
+        "name": "recursive",
+        "description": "x",
+        "functions": {
+            "main": {"call": {"function": "again"}},
+            "again": {"call": {"function": "again"}},
+        },
+    }
+    assert token_api.put("/v1/agents/recursive", json=recursive, headers=admin).status_code == 201
+
+    def attack(name: str) -> httpx.Response:
+        return token_api.post(
+            "/v1/chat", json={"message": "go", "agent": name, "stream": False}, headers=user
+        )
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        attacks = {name: pool.submit(attack, name) for name in [*ESCAPES, "recursive"]}
+        health = [pool.submit(token_api.get, "/v1/health") for _ in range(20)]
+        assert all(f.result().status_code == 200 for f in health)
+        reasons = {name: f.result() for name, f in attacks.items()}
+    for name, response in reasons.items():
+        assert response.status_code == 422, (name, response.text)
+        message = response.json()["detail"]["message"]
+        assert "function main" in message or "call depth" in message, message
+    assert "name 'open' is not defined" in reasons["open_file"].json()["detail"]["message"]
+    assert "call depth exceeds 32" in reasons["recursive"].json()["detail"]["message"]

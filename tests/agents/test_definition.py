@@ -383,7 +383,7 @@ CASES: list[tuple[Mutation, str]] = [
     (
         _set([*F, "plan", "llm", "model"], "gpt"),
         f"{PLAN}.llm.model: unknown field 'model' for command 'llm'; fields are: profile, "
-        "prompt, schema, temperature",
+        "prompt, schema, temperature, passages",
     ),
     (
         _set([*F, "plan", "llm", "profile"], "gpt9"),

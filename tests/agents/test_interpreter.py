@@ -16,6 +16,7 @@ from search2o.agents.interpreter import (
     RunError,
 )
 from search2o.memory.changes import MemoryChanges
+from search2o.providers.chat import ChatMessage
 from search2o.state.model import ConversationState
 
 
@@ -26,13 +27,13 @@ class FakeServices:
         self.answer = answer
         self.calls: list[tuple[str, Any]] = []
 
-    def llm(self, profile: str | None, messages: list[dict[str, Any]]) -> str:
+    def llm(self, profile: str | None, messages: list[ChatMessage]) -> str:
         self.calls.append(("llm", messages))
         return self.answer
 
     def search(self, query: str, limit: int | None) -> list[dict[str, Any]]:
         self.calls.append(("search", query))
-        return [{"number": 1, "title": "Handbook", "text": f"about {query}"}]
+        return [{"title": "Handbook", "text": f"about {query}", "document_id": 7, "chunk_id": 1}]
 
     def memory_search(
         self, query: str, agent: str | None, label: str | None, limit: int, changes: MemoryChanges
@@ -78,7 +79,10 @@ def test_commands_run_in_order_and_end_with_the_output() -> None:
     assert run.start() == "Answer: none"
     assert [c[0] for c in services.calls] == ["memory", "llm"]
     messages = services.calls[1][1]
-    assert messages[-1] == {"role": "user", "content": "I remember ['KLM']. Q: Which airline?"}
+    assert (messages[-1].role, messages[-1].content) == (
+        "user",
+        "I remember ['KLM']. Q: Which airline?",
+    )
     assert run.effects.memory.pending == {("demo", "airline"): "The user prefers KLM it is"}
     assert [e.command for e in run.effects.trace] == [
         "memory",
@@ -209,3 +213,26 @@ def test_too_many_invalid_answers_fail() -> None:
         interpreter(functions).resume(paused.value.frames, "maybe", 1)
     with pytest.raises(RunError, match="no valid answer after 2 attempts"):
         interpreter(functions).resume(second.value.frames, "perhaps", second.value.attempts)
+
+
+def test_search_hits_are_numbered_and_handed_to_the_model_as_passages() -> None:
+    services = FakeServices("Setup takes a day [1].")
+    run = interpreter(
+        {
+            "main": {
+                "search": {"query": "laptop setup"},
+                "prompt": {"user": "{ sys.query }"},
+                "llm": {"passages": "{ result }"},
+                "end": {"output": "{ result }"},
+            }
+        },
+        services,
+    )
+    assert run.start() == "Setup takes a day [1]."
+    messages = services.calls[-1][1]
+    assert [m.role for m in messages] == ["user"]  # the sources travel with the question
+    assert messages[-1].content == "Which airline?"
+    assert messages[-1].passages[0].number == 1 and messages[-1].passages[0].text == (
+        "about laptop setup"
+    )
+    assert run.citations.get(1) is not None and run.citations.get(1).document_id == 7

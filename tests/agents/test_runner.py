@@ -8,7 +8,6 @@ import pytest
 
 from search2o.accounts import Principal
 from search2o.agents.definition import parse_definition
-from search2o.agents.runner import AgentRunner
 from search2o.runtime import Runtime
 from tests.memory.conftest import add_user
 
@@ -47,19 +46,6 @@ FAILING = {
 }
 
 
-def runner_of(runtime: Runtime) -> AgentRunner:
-    return AgentRunner(
-        database=runtime.database,
-        vault=runtime.vault,
-        state_store=runtime.state_store,
-        validation_state_store=runtime.validation_state_store,
-        memory=runtime.memory,
-        knowledge=runtime.knowledge,
-        settings=runtime.settings,
-        embedder=runtime.embedder,
-    )
-
-
 def run(
     runtime: Runtime,
     user: Principal,
@@ -68,7 +54,7 @@ def run(
     conversation: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
-    runner = runner_of(runtime)
+    runner = runtime.agent_runner
     definition = parse_definition(doc, profiles=list(runtime.settings.chat.profiles))
     prepared = runner.prepare(user, definition, message, conversation, **options)
     events = list(runner.run_sync(prepared))

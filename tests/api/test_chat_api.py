@@ -640,6 +640,7 @@ def test_bad_chat_requests_name_the_field_and_change_nothing(
         ({"message": "x" * (limit + 1)}, "message"),
         ({"message": "", "conversation_id": conversation_id}, "message"),
         ({"message": "y" * (limit + 1), "conversation_id": conversation_id}, "message"),
+        ({"message": "hi", "inputs": {"city": "Oslo"}}, "inputs"),  # inputs need an agent
     ]
     for bad, bad_field in ours:
         with api.stream("POST", "/v1/chat", json=bad) as response:
@@ -654,13 +655,15 @@ def test_bad_chat_requests_name_the_field_and_change_nothing(
         ({"message": "hi", "conversation_id": 7}, "conversation_id"),
         ({"message": "hi", "stream": "yes"}, "stream"),
         ({"message": "hi", "stream": 1}, "stream"),
-        ({"message": "hi", "agent": "helper"}, "agent"),
+        ({"message": "hi", "agent": 5}, "agent"),
         ({"message": "hi", "conversation_id": conversation_id, "extra": True}, "extra"),
     ]
     for body, field in schema:
         assert_validation_error(api.post("/v1/chat", json=body), field)
     not_json = api.post("/v1/chat", content=b"message=hi", headers={"content-type": "text/plain"})
     assert not_json.status_code == 422
+    unknown = api.post("/v1/chat", json={"message": "hi", "agent": "helper", "stream": False})
+    assert unknown.status_code == 404 and "helper" in unknown.json()["detail"]["message"]
     assert _snapshot(runtime, api, conversation_id) == before
 
 

@@ -57,20 +57,24 @@ def llama_url() -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-def test_a_streamed_turn_through_the_api_with_llama_cpp(
-    llama_url: str, runtime: Runtime, tmp_path: Path
-) -> None:
-    ingest(runtime, {"parking.md": PARKING})
-    profile = ModelProfile(
+def llama_profile(url: str) -> ModelProfile:
+    """The profile of the llama.cpp test server (deterministic: temperature 0, no retries)."""
+    return ModelProfile(
         provider="openai",
         model="smollm2",
-        base_url=llama_url,
+        base_url=url,
         context_tokens=2048,
         answer_reserve=128,
         temperature=0.0,
         max_retries=0,
     )
-    use_profile(runtime, profile)
+
+
+def test_a_streamed_turn_through_the_api_with_llama_cpp(
+    llama_url: str, runtime: Runtime, tmp_path: Path
+) -> None:
+    ingest(runtime, {"parking.md": PARKING})
+    use_profile(runtime, llama_profile(llama_url))
     with serve(create_app(runtime.settings, runtime=runtime)) as client:
         frames: list[tuple[str, str]] = []
         with client.stream(

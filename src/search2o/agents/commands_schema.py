@@ -340,6 +340,8 @@ COMMANDS: Mapping[str, CommandSpec] = MappingProxyType(
                 "prompt": _PROMPT_REF,
                 "schema": FieldSpec(_schema),
                 "temperature": FieldSpec(_number(0, 2)),
+                # hits of a `search` command, handed to the model as a tool result to cite
+                "passages": FieldSpec(_any),
             }
         ),
         "search": CommandSpec(

@@ -35,6 +35,8 @@ from search2o.agents.definition import AgentDefinition
 from search2o.agents.expressions import ExpressionError, Namespace, SandboxLimits, render
 from search2o.errors import InputError, Search2oError
 from search2o.memory.changes import MemoryChanges
+from search2o.providers.chat import ChatMessage, Passage
+from search2o.query.citations import CitationRegistry
 from search2o.state.model import ConversationState, StateChanges
 
 __all__ = [
@@ -59,12 +61,16 @@ MAX_TRACE_CHARS = 2000
 class Services(Protocol):
     """What commands need from outside the interpreter (the runner binds these to the runtime)."""
 
-    def llm(self, profile: str | None, messages: list[dict[str, Any]]) -> str:
-        """Call model ``profile`` (``None``: the default) on OpenAI-style ``messages``."""
+    def llm(self, profile: str | None, messages: list[ChatMessage]) -> str:
+        """Call model ``profile`` (``None``: the default) on ``messages``; return its text."""
         ...
 
     def search(self, query: str, limit: int | None) -> list[dict[str, Any]]:
-        """Search the knowledge base under the user's rights; hits as JSON objects."""
+        """Search the knowledge base under the user's rights; hits as JSON objects.
+
+        Each hit holds ``title``, ``source``, ``heading_path``, ``text``, ``score``,
+        ``document_id``, ``chunk_id`` (the interpreter adds its citation ``number``).
+        """
         ...
 
     def memory_search(
@@ -195,6 +201,7 @@ class Interpreter:
             "sys",
         )
         self.commands_run = 0
+        self.citations = CitationRegistry()
 
     # --- entry points ------------------------------------------------------------------------
 
@@ -294,7 +301,7 @@ class Interpreter:
         if self._trace:  # in the order commands start (an if before its branch)
             self.effects.trace.append(entry)
         try:
-            frame.result = handler(frame, command, position, resume, entry)
+            frame.result = handler(_Step(frame, command, position, resume, entry))
             entry.result = frame.result
         except (Paused, Ended, _Returned):
             raise
@@ -358,7 +365,8 @@ class Interpreter:
             system = spec.system
         return system, history
 
-    def _do_prompt(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    def _do_prompt(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         scope, agent, name = self._prompt_key(command.get("name"))
         system = command.get("system")
         rendered_system = None if system is None else self._text(frame, system, "system")
@@ -368,19 +376,32 @@ class Interpreter:
             if command.get(role) is not None
         ]
         self.effects.state.append_prompt(scope, name, appended, agent=agent, system=rendered_system)
-        _entry_args(_[-1]).arguments = {
+        step.entry.arguments = {
             "prompt": name,
             "system": rendered_system,
             "append": appended,
         }
         return frame.result
 
-    def _do_llm(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    def _do_llm(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         key = self._prompt_key(command.get("prompt"))
         system, history = self._history(key)
         system = self._text(frame, system, "system") if system else ""
-        messages = ([{"role": "system", "content": system}] if system else []) + history
-        _entry_args(_[-1]).arguments = {"profile": command.get("profile"), "prompt": key[2]}
+        messages = [ChatMessage("system", system)] if system else []
+        messages += [
+            ChatMessage(entry["role"], str(entry.get("content") or ""))
+            for entry in history
+            if entry.get("role") in ("user", "assistant")
+        ]
+        passages = self._passages(self._eval(frame, command.get("passages")))
+        arguments: dict[str, Any] = {"profile": command.get("profile"), "prompt": key[2]}
+        if passages is not None:  # the sources go with the question (ChatMessage.passages)
+            if not messages or messages[-1].role != "user":
+                messages.append(ChatMessage("user", self.context.query))
+            messages[-1] = ChatMessage("user", messages[-1].content, passages=passages)
+            arguments["passages"] = [p.number for p in passages]
+        step.entry.arguments = arguments
         answer = self.services.llm(command.get("profile"), messages)
         self.effects.state.append_prompt(
             key[0], key[2], [{"role": "assistant", "content": answer}], agent=key[1]
@@ -397,15 +418,47 @@ class Interpreter:
                 command.key,
             ) from None
 
-    def _do_search(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    def _do_search(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         query = self._text(frame, command.get("query"), "query")
         limit = self._eval(frame, command.get("limit"))
         if limit is not None and (not isinstance(limit, int) or not 1 <= limit <= 50):
             raise InputError("limit", f"must be an integer from 1 to 50, got {limit!r}")
-        _entry_args(_[-1]).arguments = {"query": query, "limit": limit}
-        return self.services.search(query, limit)
+        step.entry.arguments = {"query": query, "limit": limit}
+        hits = self.services.search(query, limit)
+        for hit in hits:  # one number per document for the whole run, as in a chat turn
+            hit["number"] = self.citations.register(
+                f"doc:{hit.get('document_id')}",
+                title=str(hit.get("title", "")),
+                source=str(hit.get("source", "")),
+                heading_path=list(hit.get("heading_path") or []),
+                document_id=hit.get("document_id"),
+                chunk_id=hit.get("chunk_id"),
+            )
+        return hits
 
-    def _do_memory(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    @staticmethod
+    def _passages(value: Any) -> list[Passage] | None:
+        """Turn ``llm.passages`` (hits of ``search``) into the model's passages."""
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(
+            isinstance(h, dict) and isinstance(h.get("number"), int) for h in value
+        ):
+            raise InputError("passages", "must be the hits of a `search` command (a list)")
+        return [
+            Passage(
+                h["number"],
+                str(h.get("title", "")),
+                " > ".join([str(h.get("source", "")), *map(str, h.get("heading_path") or [])]),
+                str(h.get("text", "")),
+                h.get("similarity"),
+            )
+            for h in value
+        ]
+
+    def _do_memory(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         store = {
             label: self._text(frame, text, f"store.{label}")
             for label, text in (command.get("store") or {}).items()
@@ -414,7 +467,7 @@ class Interpreter:
         query_field = command.get("query")
         query = None if query_field is None else self._text(frame, query_field, "query")
         arguments: dict[str, Any] = {"store": store, "delete": delete, "query": query}
-        _entry_args(_[-1]).arguments = arguments
+        step.entry.arguments = arguments
         if store or delete:
             rejected = self.effects.memory.record(self._agent, store=store, delete=delete)
             arguments["rejected"] = [{"label": r.label, "reason": r.reason} for r in rejected]
@@ -428,9 +481,10 @@ class Interpreter:
             self.effects.memory,
         )
 
-    def _do_set(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    def _do_set(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         values = {name: self._eval(frame, value) for name, value in command.fields.items()}
-        _entry_args(_[-1]).arguments = values
+        step.entry.arguments = values
         for name, value in values.items():
             if name.startswith("conv."):
                 self._conv[name[5:]] = copy.deepcopy(value)
@@ -442,31 +496,19 @@ class Interpreter:
                 frame.locals[name] = value
         return frame.result
 
-    def _do_if(
-        self,
-        frame: _Frame,
-        command: Command,
-        position: list[int | str],
-        resume: list[int | str] | None,
-        entry: TraceEntry,
-    ) -> Any:
+    def _do_if(self, step: _Step) -> Any:
+        frame, command, position, resume = step.frame, step.command, step.position, step.resume
         if resume:  # resuming inside a branch: the condition was decided before the ask
             branch = str(resume[0])
             self._block(frame, command.fields[branch], [*position, branch], list(resume[1:]))
             return frame.result
         chosen = "then" if self._eval(frame, command.get("condition")) else "else"
-        entry.arguments = {"branch": chosen}
+        step.entry.arguments = {"branch": chosen}
         self._block(frame, command.fields.get(chosen) or (), [*position, chosen], None)
         return frame.result
 
-    def _do_call(
-        self,
-        frame: _Frame,
-        command: Command,
-        position: list[int | str],
-        resume: list[int | str] | None,
-        entry: TraceEntry,
-    ) -> Any:
+    def _do_call(self, step: _Step) -> Any:
+        frame, command, position, resume = step.frame, step.command, step.position, step.resume
         name = command.get("function")
         if frame.resume_call is not None and resume is not None:
             call, frame.resume_call = frame.resume_call, None
@@ -475,7 +517,7 @@ class Interpreter:
             except Paused as paused:
                 raise self._outer(paused, frame, position) from None
         args = {k: self._eval(frame, v) for k, v in (command.get("args") or {}).items()}
-        entry.arguments = {"function": name, "args": args}
+        step.entry.arguments = {"function": name, "args": args}
         try:
             return self._function(name, args, None, frame.depth + 1)
         except Paused as paused:
@@ -485,20 +527,14 @@ class Interpreter:
         outer = {"function": frame.function, "position": position, "locals": frame.locals}
         return Paused(paused.question, [outer, *paused.frames], paused.attempts)
 
-    def _do_ask(
-        self,
-        frame: _Frame,
-        command: Command,
-        position: list[int | str],
-        resume: list[int | str] | None,
-        entry: TraceEntry,
-    ) -> Any:
+    def _do_ask(self, step: _Step) -> Any:
+        frame, command, position, resume = step.frame, step.command, step.position, step.resume
         if frame.answer is not None and resume is not None:
             answer, attempts = frame.answer
             frame.answer = None
             check = command.get("check")
             frame.result = answer
-            entry.arguments = {"answer": answer, "attempt": attempts}
+            step.entry.arguments = {"answer": answer, "attempt": attempts}
             if check is None or self._eval(frame, check):
                 return answer
             if attempts >= int(command.get("max_attempts")):
@@ -512,26 +548,29 @@ class Interpreter:
             question = self._text(frame, retry, "retry")
             raise Paused(question, [self._frame_json(frame, position)], attempts + 1)
         question = self._text(frame, command.get("question"), "question")
-        entry.arguments = {"question": question}
+        step.entry.arguments = {"question": question}
         raise Paused(question, [self._frame_json(frame, position)], 1)
 
     @staticmethod
     def _frame_json(frame: _Frame, position: list[int | str]) -> dict[str, Any]:
         return {"function": frame.function, "position": position, "locals": frame.locals}
 
-    def _do_return(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    def _do_return(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         value = self._eval(frame, command.get("value"))
-        _entry_args(_[-1]).arguments = {"value": value}
+        step.entry.arguments = {"value": value}
         raise _Returned(value)
 
-    def _do_end(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    def _do_end(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         output = self._eval(frame, command.get("output"))
-        _entry_args(_[-1]).arguments = {"output": output}
+        step.entry.arguments = {"output": output}
         raise Ended(output)
 
-    def _do_fail(self, frame: _Frame, command: Command, *_: Any) -> Any:
+    def _do_fail(self, step: _Step) -> Any:
+        frame, command = step.frame, step.command
         message = self._text(frame, command.get("message"), "message")
-        _entry_args(_[-1]).arguments = {"message": message}
+        step.entry.arguments = {"message": message}
         raise RunError(message, frame.function, command.key)
 
     # --- results of the run -------------------------------------------------------------------
@@ -552,10 +591,15 @@ class _Frame:
     resume_call: Callable[[], Any] | None = None
 
 
-def _entry_args(entry: Any) -> TraceEntry:
-    if not isinstance(entry, TraceEntry):
-        raise TypeError("internal: the trace entry is the last handler argument")
-    return entry
+@dataclass
+class _Step:
+    """One command being executed: where it is, and its trace entry."""
+
+    frame: _Frame
+    command: Command
+    position: list[int | str]
+    resume: list[int | str] | None
+    entry: TraceEntry
 
 
 def _strip_fence(text: str) -> str:

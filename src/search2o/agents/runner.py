@@ -46,8 +46,9 @@ from search2o.errors import InputError, Search2oError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.memory.changes import MemoryChanges
 from search2o.memory.store import MemoryStore
-from search2o.providers.chat import ChatModel, TextDelta, build_chat_model
+from search2o.providers.chat import ChatMessage, ChatModel, TextDelta, build_chat_model
 from search2o.providers.embeddings import Embedder
+from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import (
     append_message,
     clean_title,
@@ -211,6 +212,7 @@ class AgentRunner:
                 run_id, run.definition.name, "completed", run.inputs, output, None, started, _now()
             )
             text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            text, citations = _cite(text, interpreter.citations)
             status = "completed"
         except Paused as paused:
             resume = {"frames": paused.frames, "attempts": paused.attempts, "query": context.query}
@@ -224,11 +226,12 @@ class AgentRunner:
                 run_id, run.definition.name, "paused", run.inputs, None, pause, started
             )
             text, output, status = paused.question, None, "paused"
+            citations = []
         except RunError as exc:
             return events + self._failed(run, conversation_id, exc, effects)
         effects.state.record_run(record)
         try:
-            message_id = self._save(run, conversation_id, store, effects, version, text, status)
+            message_id = self._save(run, conversation_id, store, effects, version, text, citations)
         except Search2oError as exc:
             return events + self._failed(run, conversation_id, exc, effects)
         events.append(TurnEvent("delta", {"text": text}))
@@ -238,6 +241,7 @@ class AgentRunner:
             "text": text,
             "status": status,
             "output": output,
+            "citations": citations,
             "run_id": run_id,
             "agent": run.definition.name,
         }
@@ -278,7 +282,7 @@ class AgentRunner:
         effects: RunEffects,
         version: int,
         text: str,
-        status: str,
+        citations: list[dict[str, Any]],
     ) -> str:
         """Save state, memories and the agent's message in one transaction; return its id."""
         self._memory.prepare(effects.memory)
@@ -294,6 +298,7 @@ class AgentRunner:
                 sealer,
                 role="assistant",
                 text=text,
+                citations=citations,
                 agent=run.definition.name,
                 status="complete",
             )
@@ -347,13 +352,13 @@ class _Services:
         self._runner = runner
         self._run = run
 
-    def llm(self, profile: str | None, messages: list[dict[str, Any]]) -> str:
+    def llm(self, profile: str | None, messages: list[ChatMessage]) -> str:
         model = self._runner.model(profile)
 
         async def collect() -> str:
             parts = [
                 event.text
-                async for event in model.stream(messages, [])  # type: ignore[arg-type]
+                async for event in model.stream(messages, [])
                 if isinstance(event, TextDelta)
             ]
             return "".join(parts)
@@ -371,6 +376,9 @@ class _Services:
                 "heading_path": list(hit.heading_path),
                 "text": hit.text,
                 "score": round(hit.score, 6),
+                "similarity": hit.similarity,
+                "document_id": hit.document_id,
+                "chunk_id": hit.chunk_id,
             }
             for n, hit in enumerate(result.hits, start=1)
         ]
@@ -388,6 +396,17 @@ class _Services:
             touch=not self._run.validation,
         )
         return [hit.to_dict() for hit in hits]
+
+
+def _cite(text: str, registry: CitationRegistry) -> tuple[str, list[dict[str, Any]]]:
+    """Renumber the ``[n]`` markers of ``text`` by first use; return it and the citations.
+
+    Numbers that no ``search`` of the run gave are dropped (:class:`CitationFilter`).
+    """
+    citer = CitationFilter(registry)
+    head, first = citer.feed(text)
+    tail, rest = citer.finish()
+    return (head + tail).strip(), [c.to_dict() for c in [*first, *rest]]
 
 
 def _waiting_run(state: ConversationState) -> RunRecord | None:

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from search2o import errors
 from search2o.agents.definition import DefinitionError
+from search2o.agents.interpreter import RunError
 
 __all__ = ["STATUS_BY_ERROR", "install_error_handlers", "status_for", "status_for_name"]
 
@@ -34,6 +35,8 @@ STATUS_BY_ERROR: dict[type[errors.Search2oError], int] = {
     errors.IntegrityCheckError: 500,
     errors.KeyUnavailableError: 503,
     errors.HookError: 502,
+    # An agent run stopped: its own `fail`, or an error naming the function and command.
+    RunError: 422,
 }
 
 

@@ -27,7 +27,14 @@ import unicodedata
 from collections.abc import AsyncIterator
 
 from search2o.config import ChatSettings, ModelProfile
-from search2o.providers.chat import ChatEvent, ChatMessage, TextDelta, ToolCall, ToolSpec
+from search2o.providers.chat import (
+    ChatEvent,
+    ChatMessage,
+    Passage,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+)
 from search2o.providers.embeddings import Embedder
 from search2o.providers.sentences import SentenceScorer, content_stems
 
@@ -264,6 +271,8 @@ class BuiltinChatModel:
         unanswered = _unanswered(messages)
         if messages[-1].role == "tool":
             return _words(self._answer(messages, users[-1]))
+        if messages[-1].role == "user" and messages[-1].passages:  # sources given with it
+            return _words(self._quote(users[-1], users[-1], messages[-1].passages))
         kind = small_talk_kind(users[-1])
         if kind is not None:
             return _words(_REPLIES[kind])
@@ -289,6 +298,10 @@ class BuiltinChatModel:
         ]
         if failures and len(failures) == len(results):
             return f"I could not search the knowledge base: {failures[0]}"
+        return self._quote(query, question, passages)
+
+    def _quote(self, query: str, question: str, passages: list[Passage]) -> str:
+        """Quote the sentences of ``passages`` that answer, each run followed by ``[n]``."""
         scored = self._scorer.score(query, question, list(enumerate(p.text for p in passages)))
         if not scored or scored[0].score < self._threshold:
             return NOT_FOUND

@@ -27,6 +27,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "build_chat_model",
+    "render_passages",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -76,13 +77,23 @@ class Passage:
     similarity: float | None = None
 
 
+def render_passages(passages: list[Passage]) -> str:
+    """Render passages for the model: ``[n] title — location`` then the text; "No results."."""
+    if not passages:
+        return "No results."
+    return "\n\n".join(f"[{p.number}] {p.title} — {p.location}\n{p.text}" for p in passages)
+
+
 @dataclass
 class ChatMessage:
     """One message of a model call.
 
     ``tool_calls`` is set on an assistant message that called tools; a ``tool`` message answers
     one call (``tool_call_id``) with ``content`` (what a remote model reads) and ``passages``
-    (the same sources, structured, for models that read them directly).
+    (the same sources, structured, for models that read them directly). A ``user`` message may
+    carry ``passages`` too: sources the caller supplies with the question (an agent's
+    ``llm.passages``); a remote model reads them rendered after the content
+    (:func:`render_passages`), the built-in model answers from them.
     """
 
     role: Role

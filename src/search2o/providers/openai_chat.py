@@ -28,7 +28,14 @@ from typing import Any
 
 from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, ProviderError
-from search2o.providers.chat import ChatEvent, ChatMessage, TextDelta, ToolCall, ToolSpec
+from search2o.providers.chat import (
+    ChatEvent,
+    ChatMessage,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    render_passages,
+)
 from search2o.providers.embeddings import Embedder, openai_client
 
 __all__ = ["OpenAIChatModel", "build", "to_openai_messages"]
@@ -44,6 +51,11 @@ def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for message in messages:
         item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.passages and message.role != "tool":  # sources supplied with a question
+            item["content"] = (
+                f"{message.content}\n\nSources (cite them as [n]):\n"
+                f"{render_passages(message.passages)}"
+            )
         if message.tool_calls:
             item["content"] = message.content or None
             item["tool_calls"] = [

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from search2o.accounts import Principal
 from search2o.errors import InputError
 from search2o.knowledge.store import KnowledgeStore
-from search2o.providers.chat import Passage, ToolSpec
+from search2o.providers.chat import Passage, ToolSpec, render_passages
 from search2o.query.citations import CitationRegistry
 from search2o.query.websearch import WebSearchProvider
 
@@ -110,13 +110,6 @@ def number_results(found: list[Found], registry: CitationRegistry) -> list[Passa
         location = " > ".join([item.source, *item.heading_path])
         passages.append(Passage(number, item.title, location, item.text, item.similarity))
     return passages
-
-
-def render_passages(passages: list[Passage]) -> str:
-    """Render passages for the model: ``[n] title — location`` then the text; "No results."."""
-    if not passages:
-        return "No results."
-    return "\n\n".join(f"[{p.number}] {p.title} — {p.location}\n{p.text}" for p in passages)
 
 
 class KnowledgeTool:
