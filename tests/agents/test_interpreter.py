@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from search2o.agents.definition import parse_definition
+from search2o.agents.definition import DefinitionError, parse_definition
 from search2o.agents.interpreter import (
     MAX_CALL_DEPTH,
     Interpreter,
@@ -236,3 +236,32 @@ def test_search_hits_are_numbered_and_handed_to_the_model_as_passages() -> None:
         "about laptop setup"
     )
     assert run.citations.get(1) is not None and run.citations.get(1).document_id == 7
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"airline": {"type": "string"}, "seats": {"type": "integer"}},
+    "required": ["airline"],
+}
+
+
+def test_a_schema_parses_and_checks_the_models_json() -> None:
+    functions = {
+        "main": {
+            "prompt": {"user": "Which airline?"},
+            "llm": {"schema": SCHEMA},
+            "end": {"output": "{ result['airline'] }"},
+        }
+    }
+    services = FakeServices('```json\n{"airline": "KLM", "seats": 2}\n```')
+    assert interpreter(functions, services).start() == "KLM"
+    assert "Answer with JSON only" in services.calls[-1][1][-1].content
+    with pytest.raises(RunError, match="does not match the schema at seats: 'two' is not of type"):
+        interpreter(functions, FakeServices('{"airline": "KLM", "seats": "two"}')).start()
+    with pytest.raises(RunError, match="is not the JSON the schema asks for"):
+        interpreter(functions, FakeServices("KLM, I think")).start()
+
+
+def test_an_invalid_schema_is_refused_at_upload() -> None:
+    with pytest.raises(DefinitionError, match=r"\$\.functions\.main\.llm\.schema: is not a valid"):
+        definition({"main": {"llm": {"schema": {"type": "nonsense"}}}})

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import jsonschema
+
 from search2o.agents.expressions import ExpressionSyntaxError, is_dynamic, parse_dynamic
 from search2o.errors import InputError
 from search2o.memory.changes import MAX_STORES_PER_COMMAND, check_agent, check_label
@@ -200,10 +202,15 @@ def _any(ctx: Context, value: Any, path: str) -> Any:
 
 
 def _schema(ctx: Context, value: Any, path: str) -> Any:
+    """Check a JSON Schema against its draft's metaschema (Draft 2020-12 by default)."""
     if not isinstance(value, dict):
         ctx.add(path, f"must be a JSON Schema object, got {type_name(value)}")
-    else:
-        walk_json(ctx, value, path, dynamic=False)
+        return value
+    walk_json(ctx, value, path, dynamic=False)
+    try:
+        jsonschema.validators.validator_for(value).check_schema(value)
+    except jsonschema.SchemaError as exc:
+        ctx.add(path, f"is not a valid JSON Schema: {exc.message}")
     return value
 
 

@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import jsonschema
+
 from search2o.agents.commands_schema import Command
 from search2o.agents.definition import AgentDefinition
 from search2o.agents.expressions import ExpressionError, Namespace, SandboxLimits, render
@@ -401,22 +403,42 @@ class Interpreter:
                 messages.append(ChatMessage("user", self.context.query))
             messages[-1] = ChatMessage("user", messages[-1].content, passages=passages)
             arguments["passages"] = [p.number for p in passages]
+        if command.get("schema") is not None and messages and messages[-1].role == "user":
+            wanted = json.dumps(command.get("schema"), ensure_ascii=False)
+            last = messages[-1]
+            messages[-1] = ChatMessage(
+                "user",
+                f"{last.content}\n\nAnswer with JSON only, matching this JSON Schema: {wanted}",
+                passages=last.passages,
+            )
         step.entry.arguments = arguments
         answer = self.services.llm(command.get("profile"), messages)
         self.effects.state.append_prompt(
             key[0], key[2], [{"role": "assistant", "content": answer}], agent=key[1]
         )
-        if command.get("schema") is None:
+        schema = command.get("schema")
+        if schema is None:
             return answer
+        where = f"function {frame.function}, command {command.key}"
         try:
-            return json.loads(_strip_fence(answer))
+            parsed = json.loads(_strip_fence(answer))
         except ValueError:
             raise RunError(
-                f"function {frame.function}, command {command.key}: the model's answer is not "
-                "the JSON the schema asks for",
+                f"{where}: the model's answer is not the JSON the schema asks for",
                 frame.function,
                 command.key,
             ) from None
+        problem = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(parsed)
+        )
+        if problem is not None:
+            at = "/".join(map(str, problem.absolute_path)) or "the top"
+            raise RunError(
+                f"{where}: the model's answer does not match the schema at {at}: {problem.message}",
+                frame.function,
+                command.key,
+            )
+        return parsed
 
     def _do_search(self, step: _Step) -> Any:
         frame, command = step.frame, step.command
