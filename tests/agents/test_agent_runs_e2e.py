@@ -51,6 +51,8 @@ def test_ask_answer_and_remember_through_the_api(
     assert (
         "event: done" in streamed.text and "You like: The user prefers to fly KLM" in streamed.text
     )
+    kinds = [line[7:] for line in streamed.text.splitlines() if line.startswith("event: ")]
+    assert kinds == ["conversation", "step", "step", "step", "delta", "done"]  # memory, if, end
 
     unknown = token_api.post(
         "/v1/chat", json={"message": "hi", "agent": "nobody", "stream": False}, headers=user

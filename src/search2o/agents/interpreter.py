@@ -173,6 +173,7 @@ class Interpreter:
         services: model calls and searches.
         effects: where the run's changes go (a validation run's memory changes never apply).
         trace: record a :class:`TraceEntry` per command (validation runs).
+        on_step: called with (function, command key) as each command starts (progress).
 
     """
 
@@ -183,8 +184,10 @@ class Interpreter:
         effects: RunEffects,
         *,
         trace: bool = False,
+        on_step: Callable[[str, str], None] | None = None,
     ) -> None:
         self.context = context
+        self._on_step = on_step
         self.services = services
         self.effects = effects
         self._trace = trace
@@ -302,6 +305,8 @@ class Interpreter:
         self.commands_run += 1
         if self._trace:  # in the order commands start (an if before its branch)
             self.effects.trace.append(entry)
+        if self._on_step is not None:
+            self._on_step(frame.function, command.key)
         try:
             frame.result = handler(_Step(frame, command, position, resume, entry))
             entry.result = frame.result

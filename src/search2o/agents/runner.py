@@ -1,7 +1,9 @@
 """Agent runs in a conversation: restore the state, interpret, save on end, return and ask.
 
-:meth:`AgentRunner.run` is one run, as events shaped like a chat turn's (``conversation``,
-``delta``, ``done`` or ``error``; :class:`search2o.query.turn.TurnEvent`):
+:meth:`AgentRunner.run` is one run, as events shaped like a chat turn's, streamed as they
+happen (:class:`search2o.query.turn.TurnEvent`): ``conversation`` first, a ``step``
+(``function``, ``command``) as each command starts, then ``delta`` (the answer, or the question
+of an ``ask``) and ``done``, or ``error``:
 
 1. The user's message joins the conversation's transcript (a new conversation is born by it).
 2. The conversation state is restored from the state store. If a run waits on ``ask`` and the
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -61,6 +64,8 @@ from search2o.state.model import ConversationState, Pause, RunRecord
 from search2o.storage.db import Database
 
 __all__ = ["AgentRunner", "PreparedRun"]
+
+log = logging.getLogger("search2o.agents")
 
 
 @dataclass(frozen=True)
@@ -160,14 +165,46 @@ class AgentRunner:
         return aio.iterate(self.run(run))
 
     async def run(self, run: PreparedRun) -> AsyncIterator[TurnEvent]:
-        """Run ``run`` and yield its events (see the module docstring)."""
-        for event in await asyncio.to_thread(self._execute, run):
-            yield event
+        """Run ``run`` and yield its events as they happen (see the module docstring).
 
-    def _execute(self, run: PreparedRun) -> list[TurnEvent]:
-        events: list[TurnEvent] = []
+        The run executes in a worker thread (the event loop stays free for other requests);
+        its events cross to this coroutine through a queue. A consumer that stops early
+        leaves the run to finish in its thread: it saves, or not, exactly as if it had been
+        read to the end.
+        """
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+
+        def emit(event: TurnEvent | None) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        def work() -> None:
+            try:
+                self._execute(run, emit)
+            except Search2oError as exc:  # e.g. the conversation was deleted meanwhile
+                emit(TurnEvent("error", {"error": type(exc).__name__, "message": exc.message}))
+            except Exception:  # a bug: report it without details, keep them in the log
+                log.exception("agent run failed", extra={"fields": {"agent": run.definition.name}})
+                emit(
+                    TurnEvent(
+                        "error",
+                        {
+                            "error": "InternalError",
+                            "message": "the agent run failed; the server log has the details",
+                        },
+                    )
+                )
+            finally:
+                emit(None)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(work))
+        while (event := await queue.get()) is not None:
+            yield event
+        await worker
+
+    def _execute(self, run: PreparedRun, emit: Callable[[TurnEvent], None]) -> None:
         conversation_id, user_message_id, created = self._open(run)
-        events.append(
+        emit(
             TurnEvent(
                 "conversation",
                 {
@@ -191,7 +228,15 @@ class AgentRunner:
             inputs=run.inputs,
             now=_now(),
         )
-        interpreter = Interpreter(context, _Services(self, run), effects, trace=run.validation)
+        interpreter = Interpreter(
+            context,
+            _Services(self, run),
+            effects,
+            trace=run.validation,
+            on_step=lambda function, key: emit(
+                TurnEvent("step", {"function": function, "command": key})
+            ),
+        )
         waiting = _waiting_run(state)
         started = _now()
         run_id = uuid.uuid4().hex
@@ -228,13 +273,15 @@ class AgentRunner:
             text, output, status = paused.question, None, "paused"
             citations = []
         except RunError as exc:
-            return events + self._failed(run, conversation_id, exc, effects)
+            emit(self._failed(run, conversation_id, exc, effects))
+            return
         effects.state.record_run(record)
         try:
             message_id = self._save(run, conversation_id, store, effects, version, text, citations)
         except Search2oError as exc:
-            return events + self._failed(run, conversation_id, exc, effects)
-        events.append(TurnEvent("delta", {"text": text}))
+            emit(self._failed(run, conversation_id, exc, effects))
+            return
+        emit(TurnEvent("delta", {"text": text}))
         done: dict[str, Any] = {
             "conversation_id": conversation_id,
             "message_id": message_id,
@@ -247,8 +294,7 @@ class AgentRunner:
         }
         if run.validation:
             done["trace"] = [entry.to_json() for entry in effects.trace]
-        events.append(TurnEvent("done", done))
-        return events
+        emit(TurnEvent("done", done))
 
     def _open(self, run: PreparedRun) -> tuple[str, str, bool]:
         with self._db.session() as session:
@@ -309,7 +355,7 @@ class AgentRunner:
 
     def _failed(
         self, run: PreparedRun, conversation_id: str, error: Search2oError, effects: RunEffects
-    ) -> list[TurnEvent]:
+    ) -> TurnEvent:
         """Record the failed answer in the transcript only; the state and memories stay."""
         with self._db.session() as session:
             conversation = owned_conversation(session, run.principal, conversation_id, None)
@@ -332,7 +378,7 @@ class AgentRunner:
         }
         if run.validation:
             data["trace"] = [entry.to_json() for entry in effects.trace]
-        return [TurnEvent("error", data)]
+        return TurnEvent("error", data)
 
     # --- services -------------------------------------------------------------------------------
 
