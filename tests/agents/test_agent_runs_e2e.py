@@ -139,3 +139,33 @@ def test_sandbox_escapes_fail_clearly_while_the_server_keeps_serving(
         assert "function main" in message or "call depth" in message, message
     assert "name 'open' is not defined" in reasons["open_file"].json()["detail"]["message"]
     assert "call depth exceeds 32" in reasons["recursive"].json()["detail"]["message"]
+
+
+def test_inputs_are_checked_and_reach_the_run(
+    token_runtime: Runtime, token_api: httpx.Client
+) -> None:
+    admin = _auth(add_user(token_runtime, "root@example.com", admin=True)[1])
+    user = _auth(add_user(token_runtime, "ann@example.com")[1])
+    doc = {
+        "name": "greeter",
+        "description": "greets a city",
+        "inputs": {
+            "city": {"type": "string", "required": True},
+            "times": {"type": "integer", "default": 1},
+        },
+        "functions": {"main": {"end": {"output": "{ ' '.join([f'Hello {city}'] * times) }"}}},
+    }
+    assert token_api.put("/v1/agents/greeter", json=doc, headers=admin).status_code == 201
+
+    def chat(**body: object) -> httpx.Response:
+        body = {"message": "hi", "agent": "greeter", "stream": False, **body}
+        return token_api.post("/v1/chat", json=body, headers=user)
+
+    missing = chat()
+    assert missing.status_code == 422 and missing.json()["detail"]["field"] == "inputs.city"
+    wrong = chat(inputs={"city": "Oslo", "times": "2"})
+    assert wrong.status_code == 422 and wrong.json()["detail"]["field"] == "inputs.times"
+    unknown = chat(inputs={"city": "Oslo", "weather": "rain"})
+    assert unknown.status_code == 422 and unknown.json()["detail"]["field"] == "inputs.weather"
+    assert chat(inputs={"city": "Oslo", "times": 2}).json()["text"] == "Hello Oslo Hello Oslo"
+    assert chat(inputs={"city": "Oslo"}).json()["text"] == "Hello Oslo"
