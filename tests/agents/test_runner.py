@@ -123,3 +123,36 @@ def test_naming_another_agent_while_one_waits_abandons_the_waiting_run(runtime: 
         ("travel", "failed", {"abandoned_for": "echo"}),
         ("echo", "completed", "heard hello"),
     ]
+
+
+COUNTING = {
+    "name": "counting",
+    "description": "Counts its side effects before asking",
+    "functions": {
+        "main": {
+            "set": {"conv.before_ask": "{ (conv.before_ask if 'before_ask' in conv else 0) + 1 }"},
+            "memory.store": {"store": {"seen": "{ f'asked at run start {conv.before_ask}' }"}},
+            "ask": {
+                "question": "Pick a number from 1 to 3",
+                "check": "{ result.strip() in ('1', '2', '3') }",
+                "retry": "Only 1, 2 or 3, please.",
+            },
+            "end": {"output": "{ f'picked {result} after {conv.before_ask} start(s)' }"},
+        }
+    },
+}
+
+
+def test_three_asks_in_a_row_run_the_commands_before_the_ask_once(runtime: Runtime) -> None:
+    me = add_user(runtime)
+    first = run(runtime, me, COUNTING, "play")
+    conversation = first["conversation_id"]
+    assert first["status"] == "paused"
+    for answer in ("seven", "banana"):
+        again = run(runtime, me, COUNTING, answer, conversation)
+        assert again["status"] == "paused" and again["text"] == "Only 1, 2 or 3, please."
+    done = run(runtime, me, COUNTING, "2", conversation)
+    assert done["text"] == "picked 2 after 1 start(s)"
+    state, _ = runtime.state_store.restore(conversation, me) or (None, 0)
+    assert state is not None and state.conv == {"before_ask": 1}
+    assert [m.text for m in runtime.memory.list(me)] == ["asked at run start 1"]
