@@ -169,3 +169,35 @@ def test_inputs_are_checked_and_reach_the_run(
     assert unknown.status_code == 422 and unknown.json()["detail"]["field"] == "inputs.weather"
     assert chat(inputs={"city": "Oslo", "times": 2}).json()["text"] == "Hello Oslo Hello Oslo"
     assert chat(inputs={"city": "Oslo"}).json()["text"] == "Hello Oslo"
+
+
+def test_brackets_in_answers_stay_and_a_deleted_agents_question_lets_the_chat_go_on(
+    token_runtime: Runtime, token_api: httpx.Client
+) -> None:
+    admin = _auth(add_user(token_runtime, "root@example.com", admin=True)[1])
+    user = _auth(add_user(token_runtime, "ann@example.com")[1])
+    outputs = {
+        "listing": "{ {'scores': [1, 2], 'top': [3]} }",
+        "options": "Choose option [2] or [3]",
+        "asker": None,
+    }
+    for name, output in outputs.items():
+        main: dict[str, object] = {"end": {"output": output}}
+        if output is None:
+            main = {"ask": {"question": "Which one?"}, "end": {"output": "{ result }"}}
+        doc = {"name": name, "description": "x", "functions": {"main": main}}
+        assert token_api.put(f"/v1/agents/{name}", json=doc, headers=admin).status_code == 201
+
+    def chat(**body: object) -> dict[str, object]:
+        response = token_api.post("/v1/chat", json={"stream": False, **body}, headers=user)
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    listing = chat(message="go", agent="listing")
+    assert json.loads(str(listing["text"])) == {"scores": [1, 2], "top": [3]}
+    assert chat(message="go", agent="options")["text"] == "Choose option [2] or [3]"
+    asked = chat(message="go", agent="asker")
+    assert asked["status"] == "paused"
+    assert token_api.delete("/v1/agents/asker", headers=admin).status_code == 200
+    after = chat(message="hello", conversation_id=asked["conversation_id"])
+    assert "status" not in after and after["text"]  # a chat turn answered it

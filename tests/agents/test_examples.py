@@ -74,7 +74,8 @@ def test_travel_remembers_the_airline_across_conversations(
         "Noted: you prefer to fly KLM"
     )
     later = _chat(token_api, user, message="I need to fly to Rome next week", agent="travel")
-    assert later["status"] == "completed" and later["text"] == "The user prefers to fly KLM"
+    assert later["status"] == "completed" and later["text"] == "The user prefers to fly KLM [1]"
+    assert [c["title"] for c in later["citations"]] == ["What I remember"]
     assert later["conversation_id"] != asked["conversation_id"]
 
 
@@ -137,7 +138,7 @@ def test_the_examples_from_the_cli(cli: Cli) -> None:  # noqa: F811
     asked = json.loads(cli.ok("agents", "run", "travel", "Book a flight", "--json").stdout)
     cli.ok("agents", "run", "travel", "KLM", "--conversation", asked["conversation_id"])
     assert out(cli.ok("agents", "run", "travel", "Fly me to Rome")).strip() == (
-        "The user prefers to fly KLM"
+        "The user prefers to fly KLM [1]"
     )
     planned = json.loads(cli.ok("agents", "run", "trip_planner", "Rome", "--json").stdout)
     packed = json.loads(

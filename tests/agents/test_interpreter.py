@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from search2o.agents.interpreter import (
     RunContext,
     RunEffects,
     RunError,
+    RunLimits,
 )
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage
@@ -265,3 +267,51 @@ def test_a_schema_parses_and_checks_the_models_json() -> None:
 def test_an_invalid_schema_is_refused_at_upload() -> None:
     with pytest.raises(DefinitionError, match=r"\$\.functions\.main\.llm\.schema: is not a valid"):
         definition({"main": {"llm": {"schema": {"type": "nonsense"}}}})
+
+
+def _with_limits(functions: dict[str, Any], **limits: Any) -> Interpreter:
+    run = interpreter(functions)
+    run.context.run_limits = RunLimits(**limits)
+    return run
+
+
+def test_a_fan_out_of_calls_runs_out_of_its_command_budget() -> None:
+    functions: dict[str, Any] = {"main": {"call": {"function": "f0"}}}
+    for level in range(30):
+        callee = f"f{level + 1}" if level < 29 else None
+        functions[f"f{level}"] = (
+            {"call.a": {"function": callee}, "call.b": {"function": callee}}
+            if callee
+            else {"set": {"x": 1}}
+        )
+    with pytest.raises(RunError, match="executed more than 500 commands"):
+        _with_limits(functions, max_commands=500).start()
+    with pytest.raises(RunError, match="took longer than 0 s"):
+        _with_limits({"main": {"set": {"x": 1}}}, max_seconds=0.0).start()
+
+
+def test_a_stopped_run_stops_before_its_next_command() -> None:
+    run = interpreter({"main": {"set": {"x": 1}, "end": {"output": "never"}}})
+    run.context.cancelled.set()
+    with pytest.raises(RunError, match="the run was stopped"):
+        run.start()
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ({"end": {"output": "{ sys }"}}, "output: is not JSON-serialisable: Namespace"),
+        ({"end": {"output": "{ float('inf') }"}}, "output: is not JSON-serialisable"),
+        ({"return": {"value": "{ {1, 2} }"}}, "value: is not JSON-serialisable: set"),
+        ({"set": {"conv.x": "{ b'abc' }"}}, "conv.x: is not JSON-serialisable: bytes"),
+        (
+            {"set": {"x": ["{ 'x' * 60 }", "{ 'y' * 60 }"]}},
+            "x: is 128 characters as JSON; at most 100",
+        ),
+        ({"memory": {"store": {"fact": "{ 42 }"}}}, "store.fact: must be a string, got int"),
+    ],
+)
+def test_values_must_be_plain_json_of_bounded_size(command: dict[str, Any], message: str) -> None:
+    with pytest.raises(RunError, match=re.escape(message)) as caught:
+        _with_limits({"main": command}, max_value_chars=100).start()
+    assert str(caught.value).startswith("function main, command ")

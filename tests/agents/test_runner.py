@@ -156,3 +156,23 @@ def test_three_asks_in_a_row_run_the_commands_before_the_ask_once(runtime: Runti
     state, _ = runtime.state_store.restore(conversation, me) or (None, 0)
     assert state is not None and state.conv == {"before_ask": 1}
     assert [m.text for m in runtime.memory.list(me)] == ["asked at run start 1"]
+
+
+def test_an_answer_that_fails_the_run_closes_the_waiting_question(runtime: Runtime) -> None:
+    me = add_user(runtime)
+    strict = {**COUNTING, "functions": {"main": dict(COUNTING["functions"]["main"])}}
+    strict["functions"]["main"]["ask"] = {
+        **COUNTING["functions"]["main"]["ask"],
+        "max_attempts": 2,
+    }
+    first = run(runtime, me, strict, "play")
+    conversation = first["conversation_id"]
+    assert run(runtime, me, strict, "seven", conversation)["status"] == "paused"
+    failed = run(runtime, me, strict, "eight", conversation)
+    assert failed["kind"] == "error" and "no valid answer after 2 attempts" in failed["message"]
+    state, _ = runtime.state_store.restore(conversation, me) or (None, 0)
+    assert state is not None
+    assert [(r.status, r.output) for r in state.runs] == [("failed", {"error": failed["message"]})]
+    assert state.conv == {"before_ask": 1}  # nothing else of the failed run was saved
+    fresh = run(runtime, me, strict, "again", conversation)  # a new run, not an answer
+    assert fresh["status"] == "paused" and fresh["text"] == "Pick a number from 1 to 3"

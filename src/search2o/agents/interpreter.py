@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from search2o.errors import InputError, Search2oError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage, Passage
 from search2o.query.citations import CitationRegistry
-from search2o.state.model import ConversationState, StateChanges
+from search2o.state.model import ConversationState, StateChanges, check_json
 
 __all__ = [
     "MAX_CALL_DEPTH",
@@ -49,6 +50,7 @@ __all__ = [
     "RunContext",
     "RunEffects",
     "RunError",
+    "RunLimits",
     "Services",
     "TraceEntry",
 ]
@@ -151,6 +153,22 @@ class RunEffects:
     trace: list[TraceEntry] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RunLimits:
+    """Bounds of one whole run, beyond each expression's own (:class:`SandboxLimits`).
+
+    Attributes:
+        max_commands: commands one run may execute (``call`` fan-out multiplies them).
+        max_seconds: wall-clock time of one run, model calls included.
+        max_value_chars: size of any value a command sets, returns, passes or outputs, as JSON.
+
+    """
+
+    max_commands: int = 10_000
+    max_seconds: float = 120.0
+    max_value_chars: int = 1_000_000
+
+
 @dataclass
 class RunContext:
     """The run's inputs: who, which agent, the state before the run, the query."""
@@ -163,6 +181,8 @@ class RunContext:
     inputs: dict[str, Any]
     now: str
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    run_limits: RunLimits = field(default_factory=lambda: RunLimits())
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 class Interpreter:
@@ -206,6 +226,7 @@ class Interpreter:
             "sys",
         )
         self.commands_run = 0
+        self._started = time.monotonic()
         self.citations = CitationRegistry()
 
     # --- entry points ------------------------------------------------------------------------
@@ -303,6 +324,7 @@ class Interpreter:
         entry = TraceEntry(frame.function, command.key, position, None)
         started = time.perf_counter()
         self.commands_run += 1
+        self._check_budget(frame, command)
         if self._trace:  # in the order commands start (an if before its branch)
             self.effects.trace.append(entry)
         if self._on_step is not None:
@@ -332,6 +354,39 @@ class Interpreter:
         finally:
             entry.ms = (time.perf_counter() - started) * 1000
 
+    def _check_budget(self, frame: _Frame, command: Command) -> None:
+        """Stop a run that was cancelled or is over its command or time budget."""
+        limits = self.context.run_limits
+        where = f"function {frame.function}, command {command.key}"
+        if self.context.cancelled.is_set():
+            raise RunError(f"{where}: the run was stopped", frame.function, command.key)
+        if self.commands_run > limits.max_commands:
+            raise RunError(
+                f"{where}: the run executed more than {limits.max_commands} commands",
+                frame.function,
+                command.key,
+            )
+        if time.monotonic() - self._started > limits.max_seconds:
+            raise RunError(
+                f"{where}: the run took longer than {limits.max_seconds:g} s",
+                frame.function,
+                command.key,
+            )
+
+    def _value(self, value: Any, field_name: str) -> Any:
+        """Return ``value`` as plain JSON of bounded size, or fail naming ``field_name``.
+
+        Raises:
+            InputError: not JSON (a namespace, a set, bytes, NaN ...), or too large.
+
+        """
+        checked = check_json(value, field_name)
+        size = len(json.dumps(checked, ensure_ascii=False))
+        limit = self.context.run_limits.max_value_chars
+        if size > limit:
+            raise InputError(field_name, f"is {size} characters as JSON; at most {limit}")
+        return checked
+
     def _eval(self, frame: _Frame, value: Any) -> Any:
         names: dict[str, Any] = dict(frame.locals)
         names.update(
@@ -341,6 +396,12 @@ class Interpreter:
             result=copy.deepcopy(frame.result),
         )
         return render(value, names, self.context.limits)
+
+    @staticmethod
+    def _string(value: Any, field_name: str) -> str:
+        if not isinstance(value, str):
+            raise InputError(field_name, f"must be a string, got {type(value).__name__}")
+        return value
 
     def _text(self, frame: _Frame, value: Any, field_name: str) -> str:
         rendered = self._eval(frame, value)
@@ -464,30 +525,43 @@ class Interpreter:
             )
         return hits
 
-    @staticmethod
-    def _passages(value: Any) -> list[Passage] | None:
-        """Turn ``llm.passages`` (hits of ``search``) into the model's passages."""
+    def _passages(self, value: Any) -> list[Passage] | None:
+        """Turn ``llm.passages`` into the model's passages, numbered in the run's registry.
+
+        Hits of ``search`` keep their number; other sources (``{"title", "text"}`` objects,
+        e.g. memories) get the next free one, so every ``[n]`` of the answer is a citation.
+        """
         if value is None:
             return None
         if not isinstance(value, list) or not all(
-            isinstance(h, dict) and isinstance(h.get("number"), int) for h in value
+            isinstance(h, dict) and isinstance(h.get("text"), str) for h in value
         ):
-            raise InputError("passages", "must be the hits of a `search` command (a list)")
-        return [
-            Passage(
-                h["number"],
-                str(h.get("title", "")),
-                " > ".join([str(h.get("source", "")), *map(str, h.get("heading_path") or [])]),
-                str(h.get("text", "")),
-                h.get("similarity"),
+            raise InputError(
+                "passages", "must be a list of sources with a `text` (the hits of a `search`)"
             )
-            for h in value
-        ]
+        passages = []
+        for index, hit in enumerate(value):
+            title = str(hit.get("title", ""))
+            source = str(hit.get("source", ""))
+            headings = [str(h) for h in hit.get("heading_path") or []]
+            document = hit.get("document_id")
+            key = f"doc:{document}" if document is not None else f"given:{title}:{index}"
+            number = self.citations.register(
+                key,
+                title=title,
+                source=source,
+                heading_path=headings,
+                document_id=document if isinstance(document, int) else None,
+                chunk_id=hit.get("chunk_id") if isinstance(hit.get("chunk_id"), int) else None,
+            )
+            location = " > ".join([source, *headings]) if source else title
+            passages.append(Passage(number, title, location, hit["text"], hit.get("similarity")))
+        return passages
 
     def _do_memory(self, step: _Step) -> Any:
         frame, command = step.frame, step.command
         store = {
-            label: self._text(frame, text, f"store.{label}")
+            label: self._string(self._eval(frame, text), f"store.{label}")
             for label, text in (command.get("store") or {}).items()
         }
         delete = list(command.get("delete") or [])
@@ -510,7 +584,10 @@ class Interpreter:
 
     def _do_set(self, step: _Step) -> Any:
         frame, command = step.frame, step.command
-        values = {name: self._eval(frame, value) for name, value in command.fields.items()}
+        values = {
+            name: self._value(self._eval(frame, value), name)
+            for name, value in command.fields.items()
+        }
         step.entry.arguments = values
         for name, value in values.items():
             if name.startswith("conv."):
@@ -543,7 +620,10 @@ class Interpreter:
                 return call()
             except Paused as paused:
                 raise self._outer(paused, frame, position) from None
-        args = {k: self._eval(frame, v) for k, v in (command.get("args") or {}).items()}
+        args = {
+            k: self._value(self._eval(frame, v), f"args.{k}")
+            for k, v in (command.get("args") or {}).items()
+        }
         step.entry.arguments = {"function": name, "args": args}
         try:
             return self._function(name, args, None, frame.depth + 1)
@@ -584,13 +664,13 @@ class Interpreter:
 
     def _do_return(self, step: _Step) -> Any:
         frame, command = step.frame, step.command
-        value = self._eval(frame, command.get("value"))
+        value = self._value(self._eval(frame, command.get("value")), "value")
         step.entry.arguments = {"value": value}
         raise _Returned(value)
 
     def _do_end(self, step: _Step) -> Any:
         frame, command = step.frame, step.command
-        output = self._eval(frame, command.get("output"))
+        output = self._value(self._eval(frame, command.get("output")), "output")
         step.entry.arguments = {"output": output}
         raise Ended(output)
 

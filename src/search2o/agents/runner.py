@@ -25,8 +25,10 @@ configured, never applies memory changes, and returns the trace of every command
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -45,7 +47,7 @@ from search2o.agents.interpreter import (
 )
 from search2o.config import Settings
 from search2o.crypto.vault import Vault
-from search2o.errors import InputError, Search2oError
+from search2o.errors import ConflictError, InputError, Search2oError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.memory.changes import MemoryChanges
 from search2o.memory.store import MemoryStore
@@ -60,7 +62,7 @@ from search2o.query.conversations import (
 )
 from search2o.query.turn import TurnEvent
 from search2o.state import StateStore
-from search2o.state.model import ConversationState, Pause, RunRecord
+from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges
 from search2o.storage.db import Database
 
 __all__ = ["AgentRunner", "PreparedRun"]
@@ -168,19 +170,20 @@ class AgentRunner:
         """Run ``run`` and yield its events as they happen (see the module docstring).
 
         The run executes in a worker thread (the event loop stays free for other requests);
-        its events cross to this coroutine through a queue. A consumer that stops early
-        leaves the run to finish in its thread: it saves, or not, exactly as if it had been
-        read to the end.
+        its events cross to this coroutine through a queue. A consumer that stops early (a
+        client gone) stops the run before its next command; like any failed run it saves
+        nothing.
         """
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+        cancelled = threading.Event()
 
         def emit(event: TurnEvent | None) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
         def work() -> None:
             try:
-                self._execute(run, emit)
+                self._execute(run, emit, cancelled)
             except Search2oError as exc:  # e.g. the conversation was deleted meanwhile
                 emit(TurnEvent("error", {"error": type(exc).__name__, "message": exc.message}))
             except Exception:  # a bug: report it without details, keep them in the log
@@ -198,11 +201,19 @@ class AgentRunner:
                 emit(None)
 
         worker = asyncio.ensure_future(asyncio.to_thread(work))
-        while (event := await queue.get()) is not None:
-            yield event
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            cancelled.set()  # a no-op when the run is over
         await worker
 
-    def _execute(self, run: PreparedRun, emit: Callable[[TurnEvent], None]) -> None:
+    def _execute(
+        self,
+        run: PreparedRun,
+        emit: Callable[[TurnEvent], None],
+        cancelled: threading.Event | None = None,
+    ) -> None:
         conversation_id, user_message_id, created = self._open(run)
         emit(
             TurnEvent(
@@ -227,6 +238,7 @@ class AgentRunner:
             conversation_id=conversation_id,
             inputs=run.inputs,
             now=_now(),
+            cancelled=cancelled or threading.Event(),
         )
         interpreter = Interpreter(
             context,
@@ -256,8 +268,10 @@ class AgentRunner:
             record = RunRecord(
                 run_id, run.definition.name, "completed", run.inputs, output, None, started, _now()
             )
-            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-            text, citations = _cite(text, interpreter.citations)
+            if isinstance(output, str):
+                text, citations = _cite(output, interpreter.citations)
+            else:  # a JSON value is shown as it is: brackets in it are not citation markers
+                text, citations = json.dumps(output, ensure_ascii=False), []
             status = "completed"
         except Paused as paused:
             resume = {"frames": paused.frames, "attempts": paused.attempts, "query": context.query}
@@ -273,7 +287,15 @@ class AgentRunner:
             text, output, status = paused.question, None, "paused"
             citations = []
         except RunError as exc:
-            emit(self._failed(run, conversation_id, exc, effects))
+            closing = None
+            if waiting is not None and waiting.agent == run.definition.name:
+                # The answer to a waiting question failed the run: close that run, or the
+                # conversation would be stuck on it. Nothing else of the run is saved.
+                waiting.status, waiting.pause = "failed", None
+                waiting.output = {"error": exc.message}
+                waiting.finished_at = _now()
+                closing = (store, waiting, version)
+            emit(self._failed(run, conversation_id, exc, effects, closing))
             return
         effects.state.record_run(record)
         try:
@@ -292,6 +314,11 @@ class AgentRunner:
             "run_id": run_id,
             "agent": run.definition.name,
         }
+        if effects.memory.rejected:
+            done["memory_rejected"] = [
+                {"agentName": r.agent, "label": r.label, "reason": r.reason}
+                for r in effects.memory.rejected
+            ]
         if run.validation:
             done["trace"] = [entry.to_json() for entry in effects.trace]
         emit(TurnEvent("done", done))
@@ -354,9 +381,18 @@ class AgentRunner:
             return str(message.id)
 
     def _failed(
-        self, run: PreparedRun, conversation_id: str, error: Search2oError, effects: RunEffects
+        self,
+        run: PreparedRun,
+        conversation_id: str,
+        error: Search2oError,
+        effects: RunEffects,
+        closing: tuple[StateStore, RunRecord, int] | None = None,
     ) -> TurnEvent:
-        """Record the failed answer in the transcript only; the state and memories stay."""
+        """Record the failed answer in the transcript; the state and memories stay.
+
+        ``closing``: a waiting run to record as failed (and nothing else), in the same
+        transaction, so the next message is not taken for its answer again.
+        """
         with self._db.session() as session:
             conversation = owned_conversation(session, run.principal, conversation_id, None)
             sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
@@ -370,6 +406,13 @@ class AgentRunner:
                 status="failed",
             )
             message_id = str(message.id)
+            if closing is not None:
+                store, closed, version = closing
+                changes = StateChanges()
+                changes.record_run(closed)
+                # another message may have got there first: then it decides
+                with contextlib.suppress(ConflictError):
+                    store.save(conversation_id, run.principal, changes, version, session=session)
         data: dict[str, Any] = {
             "error": type(error).__name__,
             "message": error.message,
@@ -447,8 +490,11 @@ class _Services:
 def _cite(text: str, registry: CitationRegistry) -> tuple[str, list[dict[str, Any]]]:
     """Renumber the ``[n]`` markers of ``text`` by first use; return it and the citations.
 
-    Numbers that no ``search`` of the run gave are dropped (:class:`CitationFilter`).
+    Only when the run handed sources to a model (``llm.passages``); then numbers no source
+    has are dropped (:class:`CitationFilter`). Otherwise the text is left as it is.
     """
+    if not len(registry):
+        return text, []
     citer = CitationFilter(registry)
     head, first = citer.feed(text)
     tail, rest = citer.finish()

@@ -79,7 +79,7 @@ def agents_run(
     inputs: InputOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a stored agent in a new conversation, or in ``--conversation`` (e.g. to answer)."""
+    """Run a stored agent in a new conversation, or in --conversation (e.g. to answer)."""
     with open_runtime() as runtime:
         runner = runtime.agent_runner
         me = runtime.local_principal()

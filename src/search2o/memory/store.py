@@ -332,7 +332,7 @@ class MemoryStore:
             check_label(label, "label")
         threshold = self.settings.min_score if min_score is None else float(min_score)
         vector = self.embedder.embed([text])[0]
-        with self._session(session) as s:
+        with self._session(session, autocommit=True) as s:
             pool = candidates(s, vector, self.embedder.model_id, principal.user_id, agent, label)
             if not pool.ids.size and not pool.stale:
                 return []
@@ -493,12 +493,15 @@ class MemoryStore:
             return int(getattr(result, "rowcount", 0) or 0)
 
     @contextmanager
-    def _session(self, session: Session | None) -> Iterator[Session]:
+    def _session(self, session: Session | None, *, autocommit: bool = False) -> Iterator[Session]:
         if session is not None:
             yield session
-            return
-        with self._db.session() as own:
-            yield own
+        elif autocommit:
+            with self._db.autocommit_session() as own:
+                yield own
+        else:
+            with self._db.session() as own:
+                yield own
 
 
 def _lock_user(session: Session, user_id: int) -> str:

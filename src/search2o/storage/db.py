@@ -118,6 +118,29 @@ class Database:
         finally:
             session.close()
 
+    @contextmanager
+    def autocommit_session(self) -> Iterator[Session]:
+        """Yield a session whose every statement commits on its own (no BEGIN, no COMMIT).
+
+        For hot read paths whose few writes are independent hints (a memory search recording
+        retrieval times): on PostgreSQL it saves two round trips per use.
+
+        Raises:
+            StorageError: the database failed (the original error is chained).
+
+        """
+        with self.engine.connect() as connection:
+            session = Session(
+                bind=connection.execution_options(isolation_level="AUTOCOMMIT"),
+                expire_on_commit=False,
+            )
+            try:
+                yield session
+            except OperationalError as exc:
+                raise StorageError(f"database error: {_one_line(exc)}") from exc
+            finally:
+                session.close()
+
     def upgrade(self, revision: str = "head") -> None:
         """Apply Alembic migrations up to ``revision``.
 

@@ -120,6 +120,8 @@ def _start(body: ChatRequest, user: Principal, runtime: Runtime) -> AsyncIterato
     agent = body.agent
     if agent is None and body.conversation_id is not None:
         agent = runtime.agent_runner.waiting_agent(user, body.conversation_id)
+        if agent is not None and agent not in {a.name for a in runtime.agents.list()}:
+            agent = None  # its agent was deleted: the question is moot, the chat goes on
     if agent is None:
         if body.inputs is not None:
             raise InputError("inputs", "only with `agent`")
