@@ -167,3 +167,22 @@ def token_api(token_runtime: Runtime) -> Iterator[Any]:
 
     with serve(create_app(token_runtime.settings, runtime=token_runtime)) as client:
         yield client
+
+
+@pytest.fixture
+def cli(tmp_path: Path, database_url: str) -> Any:
+    """The ``search2o`` command in a subprocess on a fresh data folder (``tests.test_cli.Cli``)."""
+    from tests.test_cli import Cli
+
+    return Cli(tmp_path / "data", database_url)
+
+
+@pytest.fixture
+def same_runtime(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> Iterator[Runtime]:
+    """A runtime on the CLI's data folder (same keyring) and database."""
+    rt = Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url))
+    rt.__dict__["embedder"] = embedder
+    try:
+        yield rt
+    finally:
+        rt.close()

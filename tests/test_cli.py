@@ -74,11 +74,6 @@ def error_line(result: Result, code: int) -> str:
 
 
 @pytest.fixture
-def cli(tmp_path: Path, database_url: str) -> Cli:
-    return Cli(tmp_path / "data", database_url)
-
-
-@pytest.fixture
 def docs(tmp_path: Path) -> Path:
     """A folder with one good Markdown file and one binary file named .txt."""
     folder = tmp_path / "docs"

@@ -12,11 +12,6 @@ from tests.test_cli import Cli, error_line, out
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def cli(tmp_path: Path, database_url: str) -> Cli:
-    return Cli(tmp_path / "data", database_url)
-
-
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_bracketed_text_is_printed_as_is(cli: Cli, tmp_path: Path) -> None:
     folder = tmp_path / "docs"

@@ -11,7 +11,6 @@ import pytest
 
 from search2o.runtime import Runtime
 from tests.agents.registry_samples import add_user
-from tests.agents.test_agents_cli import cli, same_runtime  # noqa: F401 - fixtures
 from tests.agents.test_runner import TRAVEL
 from tests.test_cli import Cli, out
 
@@ -72,7 +71,7 @@ def test_ask_answer_and_remember_through_the_api(
     assert forbidden.status_code == 403
 
 
-def test_run_and_validate_from_the_cli(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_run_and_validate_from_the_cli(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "travel.json"
     path.write_text(json.dumps(TRAVEL), encoding="utf-8")
     cli.ok("agents", "push", str(path))

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from search2o.config import Settings
 from search2o.runtime import Runtime
 from tests.agents.registry_samples import (
     BROKEN,
@@ -19,26 +17,9 @@ from tests.agents.registry_samples import (
     add_user,
     travel,
 )
-from tests.conftest import MemoEmbedder
 from tests.test_cli import Cli, error_line, out
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-@pytest.fixture
-def cli(tmp_path: Path, database_url: str) -> Cli:
-    return Cli(tmp_path / "data", database_url)
-
-
-@pytest.fixture
-def same_runtime(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> Iterator[Runtime]:
-    """A runtime on the CLI's data folder (same keyring) and database."""
-    rt = Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url))
-    rt.__dict__["embedder"] = embedder
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def _write(folder: Path, name: str, text: str) -> str:

@@ -16,7 +16,6 @@ import pytest
 from search2o.api.app import create_app
 from search2o.runtime import Runtime
 from tests.agents.registry_samples import add_user
-from tests.agents.test_agents_cli import cli  # noqa: F401 - fixture
 from tests.api.test_api import serve
 from tests.providers.test_llamacpp import llama_profile, llama_url  # noqa: F401 - fixture
 from tests.query.doubles import ingest, use_profile
@@ -132,7 +131,7 @@ def test_two_agents_share_conv_variables_and_keep_their_own(
     assert "No destination yet" in alone.json()["detail"]["message"]
 
 
-def test_the_examples_from_the_cli(cli: Cli) -> None:  # noqa: F811
+def test_the_examples_from_the_cli(cli: Cli) -> None:
     for path in sorted(EXAMPLES.glob("*.json")) + sorted(EXAMPLES.glob("*.yaml")):
         cli.ok("agents", "push", str(path))
     asked = json.loads(cli.ok("agents", "run", "travel", "Book a flight", "--json").stdout)

@@ -5,38 +5,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from search2o import accounts
 from search2o.accounts import Principal
-from search2o.config import Settings
 from search2o.runtime import Runtime
-from tests.conftest import MemoEmbedder
 from tests.memory.conftest import AIRLINE, COFFEE
 from tests.test_cli import Cli, error_line, out
 
 pytestmark = pytest.mark.slow
 
 CJK = "用户喜欢喝绿茶，不加糖。🍵"
-
-
-@pytest.fixture
-def cli(tmp_path: Path, database_url: str) -> Cli:
-    return Cli(tmp_path / "data", database_url)
-
-
-@pytest.fixture
-def same_runtime(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> Iterator[Runtime]:
-    """A runtime on the CLI's data folder (same keyring) and database."""
-    rt = Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url))
-    rt.__dict__["embedder"] = embedder
-    try:
-        yield rt
-    finally:
-        rt.close()
 
 
 def test_list_search_delete_for_a_user(cli: Cli, same_runtime: Runtime) -> None:

@@ -270,10 +270,17 @@ class Interpreter:
                 "call",
             )
         frame = _Frame(name, local, depth)
+        return self._run_frame(frame, resume)
+
+    def _run_frame(self, frame: _Frame, position: list[int | str] | None) -> Any:
+        """Run a function's block from ``position``; return its ``return`` value (or None).
+
+        ``return`` from ``main`` ends the run (:class:`Ended`).
+        """
         try:
-            self._block(frame, self.context.definition.functions[name], [], resume)
+            self._block(frame, self.context.definition.functions[frame.function], [], position)
         except _Returned as returned:
-            if name == "main":
+            if frame.function == "main":
                 raise Ended(returned.value) from None
             return returned.value
         return None
@@ -286,18 +293,11 @@ class Interpreter:
         if name not in self.context.definition.functions:
             raise RunError(f"cannot resume: the agent no longer has a function {name!r}", name)
         frame = _Frame(name, dict(saved.get("locals") or {}), level)
-        position = list(saved["position"])
-        try:
-            if level + 1 < len(plan):  # an outer frame: finish its call, then go on
-                frame.resume_call = lambda: self._resume_frame(plan, level + 1, answer, attempts)
-            else:
-                frame.answer = (answer, attempts)
-            self._block(frame, self.context.definition.functions[name], [], position)
-        except _Returned as returned:
-            if name == "main":
-                raise Ended(returned.value) from None
-            return returned.value
-        return None
+        if level + 1 < len(plan):  # an outer frame: finish its call, then go on
+            frame.resume_call = lambda: self._resume_frame(plan, level + 1, answer, attempts)
+        else:
+            frame.answer = (answer, attempts)
+        return self._run_frame(frame, list(saved["position"]))
 
     def _block(
         self,
