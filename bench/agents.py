@@ -121,7 +121,9 @@ QUESTIONS = [
 class _Instant:
     """Services that answer at once (the interpreter measurement)."""
 
-    def llm(self, profile: str | None, messages: list[ChatMessage]) -> str:
+    def llm(
+        self, profile: str | None, messages: list[ChatMessage], temperature: float | None = None
+    ) -> str:
         return "ok"
 
     def search(self, query: str, limit: int | None) -> list[dict[str, Any]]:

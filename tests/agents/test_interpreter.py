@@ -28,9 +28,13 @@ class FakeServices:
     def __init__(self, answer: str = "KLM it is") -> None:
         self.answer = answer
         self.calls: list[tuple[str, Any]] = []
+        self.temperatures: list[float | None] = []
 
-    def llm(self, profile: str | None, messages: list[ChatMessage]) -> str:
+    def llm(
+        self, profile: str | None, messages: list[ChatMessage], temperature: float | None = None
+    ) -> str:
         self.calls.append(("llm", messages))
+        self.temperatures.append(temperature)
         return self.answer
 
     def search(self, query: str, limit: int | None) -> list[dict[str, Any]]:
@@ -251,13 +255,14 @@ def test_a_schema_parses_and_checks_the_models_json() -> None:
     functions = {
         "main": {
             "prompt": {"user": "Which airline?"},
-            "llm": {"schema": SCHEMA},
+            "llm": {"schema": SCHEMA, "temperature": 0.2},
             "end": {"output": "{ result['airline'] }"},
         }
     }
     services = FakeServices('```json\n{"airline": "KLM", "seats": 2}\n```')
     assert interpreter(functions, services).start() == "KLM"
     assert "Answer with JSON only" in services.calls[-1][1][-1].content
+    assert services.temperatures == [0.2]  # the command's temperature reaches the model
     with pytest.raises(RunError, match="does not match the schema at seats: 'two' is not of type"):
         interpreter(functions, FakeServices('{"airline": "KLM", "seats": "two"}')).start()
     with pytest.raises(RunError, match="is not the JSON the schema asks for"):

@@ -176,3 +176,16 @@ def test_an_answer_that_fails_the_run_closes_the_waiting_question(runtime: Runti
     assert state.conv == {"before_ask": 1}  # nothing else of the failed run was saved
     fresh = run(runtime, me, strict, "again", conversation)  # a new run, not an answer
     assert fresh["status"] == "paused" and fresh["text"] == "Pick a number from 1 to 3"
+
+
+def test_a_commands_temperature_builds_its_own_model_once(runtime: Runtime) -> None:
+    from search2o.config import ChatSettings, ModelProfile
+
+    profile = ModelProfile(provider="openai", model="m", base_url="http://127.0.0.1:9/v1")
+    chat = ChatSettings(profiles={"default": profile.model_copy(update={"temperature": 0.0})})
+    runtime.settings = runtime.settings.model_copy(update={"chat": chat})
+    runtime.__dict__.pop("agent_runner", None)
+    runner = runtime.agent_runner
+    plain, warm = runner.model(None), runner.model(None, 0.7)
+    assert plain is runner.model(None) and warm is runner.model(None, 0.7) and plain is not warm
+    assert warm._profile.temperature == 0.7 and plain._profile.temperature == 0.0  # type: ignore[attr-defined]

@@ -65,8 +65,13 @@ MAX_TRACE_CHARS = 2000
 class Services(Protocol):
     """What commands need from outside the interpreter (the runner binds these to the runtime)."""
 
-    def llm(self, profile: str | None, messages: list[ChatMessage]) -> str:
-        """Call model ``profile`` (``None``: the default) on ``messages``; return its text."""
+    def llm(
+        self, profile: str | None, messages: list[ChatMessage], temperature: float | None = None
+    ) -> str:
+        """Call model ``profile`` (``None``: the default) on ``messages``; return its text.
+
+        ``temperature`` overrides the profile's for this call.
+        """
         ...
 
     def search(self, query: str, limit: int | None) -> list[dict[str, Any]]:
@@ -478,7 +483,12 @@ class Interpreter:
                 passages=last.passages,
             )
         step.entry.arguments = arguments
-        answer = self.services.llm(command.get("profile"), messages)
+        temperature = command.get("temperature")
+        if temperature is not None:
+            arguments["temperature"] = temperature
+            answer = self.services.llm(command.get("profile"), messages, float(temperature))
+        else:
+            answer = self.services.llm(command.get("profile"), messages)
         self.effects.state.append_prompt(
             key[0], key[2], [{"role": "assistant", "content": answer}], agent=key[1]
         )

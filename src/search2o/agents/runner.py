@@ -425,13 +425,21 @@ class AgentRunner:
 
     # --- services -------------------------------------------------------------------------------
 
-    def model(self, profile: str | None) -> ChatModel:
-        """Return the chat model of ``profile`` (``None``: ``chat.profile``), built once."""
-        name = profile or self._settings.chat.profile
-        if name not in self._models:
-            settings = self._settings.chat.model_copy(update={"profile": name})
-            self._models[name] = build_chat_model(settings, self._embedder)
-        return self._models[name]
+    def model(self, profile: str | None, temperature: float | None = None) -> ChatModel:
+        """Return the chat model of ``profile`` (``None``: ``chat.profile``), built once.
+
+        ``temperature`` builds it with that temperature in place of the profile's.
+        """
+        chat = self._settings.chat
+        name = profile or chat.profile
+        key = name if temperature is None else f"{name}@{temperature:g}"
+        if key not in self._models:
+            profiles = dict(chat.profiles)
+            if temperature is not None:
+                profiles[name] = profiles[name].model_copy(update={"temperature": temperature})
+            settings = chat.model_copy(update={"profile": name, "profiles": profiles})
+            self._models[key] = build_chat_model(settings, self._embedder)
+        return self._models[key]
 
 
 class _Services:
@@ -441,8 +449,10 @@ class _Services:
         self._runner = runner
         self._run = run
 
-    def llm(self, profile: str | None, messages: list[ChatMessage]) -> str:
-        model = self._runner.model(profile)
+    def llm(
+        self, profile: str | None, messages: list[ChatMessage], temperature: float | None = None
+    ) -> str:
+        model = self._runner.model(profile, temperature)
 
         async def collect() -> str:
             parts = [
