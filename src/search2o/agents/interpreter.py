@@ -35,7 +35,7 @@ import jsonschema
 
 from search2o.agents.commands_schema import Command
 from search2o.agents.definition import AgentDefinition
-from search2o.agents.expressions import ExpressionError, Namespace, SandboxLimits, render
+from search2o.agents.expressions import Namespace, SandboxLimits, render
 from search2o.errors import InputError, Search2oError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage, Passage
@@ -342,14 +342,7 @@ class Interpreter:
         except RunError as exc:
             entry.error = exc.message
             raise
-        except ExpressionError as exc:
-            entry.error = exc.message
-            raise RunError(
-                f"function {frame.function}, command {command.key}: {exc.message}",
-                frame.function,
-                command.key,
-            ) from exc
-        except (InputError, Search2oError) as exc:
+        except Search2oError as exc:  # an expression, a bad value, a failed search or model
             entry.error = exc.message
             raise RunError(
                 f"function {frame.function}, command {command.key}: {exc.message}",
@@ -689,13 +682,6 @@ class Interpreter:
         message = self._text(frame, command.get("message"), "message")
         step.entry.arguments = {"message": message}
         raise RunError(message, frame.function, command.key)
-
-    # --- results of the run -------------------------------------------------------------------
-
-    @property
-    def conv(self) -> dict[str, Any]:
-        """``conv.`` variables as they stand."""
-        return self._conv
 
 
 @dataclass

@@ -4,7 +4,8 @@
   (stores and deletes, checked per command), and the naming rules;
 * :mod:`search2o.memory.store`: :class:`MemoryStore` — apply a completed run's changes in the
   caller's transaction, search, list, delete, delete an agent's memories;
-* :mod:`search2o.memory.ranking`: nearest memories of one user per backend (NumPy, pgvector);
+* :mod:`search2o.memory.ranking`: one user's memories scored by cosine plus a BM25 share
+  (:mod:`search2o.memory.lexical`), per backend (NumPy, pgvector);
 * :mod:`search2o.memory.model`: the results (:class:`MemoryHit`, :class:`MemoryRecord`,
   :class:`MemoryOutcome`, :class:`Rejection`).
 
