@@ -43,3 +43,19 @@ def test_runs_use_the_hooks_and_validation_runs_our_store(
     assert validation["text"] == "You like: The user prefers to fly KLM"  # remembered
     assert validation["conversation_id"] not in hook_server.hook.records
     assert state_rows(hooked, validation["conversation_id"]) != (0, 0)  # kept with us
+
+
+def test_a_chat_follow_up_asks_the_hook_only_after_an_agents_answer(
+    hooked: Runtime,
+    hook_server: HookServer,  # noqa: F811
+) -> None:
+    me = add_user(hooked)
+    events = hooked.turns.ask(me, "hello")
+    chat_conversation = events[0].data["conversation_id"]
+    hook_server.requests.clear()
+    assert hooked.agent_runner.waiting_agent(me, chat_conversation) is None
+    assert hook_server.requests == []  # no agent ever answered here: no restore
+    asked = run(hooked, me, TRAVEL, "Book me a flight")
+    hook_server.requests.clear()
+    assert hooked.agent_runner.waiting_agent(me, asked["conversation_id"]) == "travel"
+    assert hook_server.requests == ["restore"]

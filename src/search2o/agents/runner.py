@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import select
+
 from search2o import aio
 from search2o.accounts import Principal
 from search2o.agents.definition import AgentDefinition, check_inputs
@@ -64,6 +66,7 @@ from search2o.query.turn import TurnEvent
 from search2o.state import StateStore
 from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges
 from search2o.storage.db import Database
+from search2o.storage.models import Message
 
 __all__ = ["AgentRunner", "PreparedRun"]
 
@@ -152,10 +155,24 @@ class AgentRunner:
     def waiting_agent(self, principal: Principal, conversation_id: str) -> str | None:
         """Return the agent whose run waits on ``ask`` in the conversation, if any.
 
+        Every chat follow-up asks this, so the state (perhaps an enterprise hook's HTTP call)
+        is restored only when the conversation's latest answer is an agent's: a waiting run's
+        question always is, as every message after it goes to that agent.
+
         Raises:
             NotFoundError: the conversation is missing or another user's.
 
         """
+        with self._db.session() as session:
+            owned_conversation(session, principal, conversation_id, self._settings.retention)
+            latest = session.scalar(
+                select(Message.agent)
+                .where(Message.conversation_id == conversation_id, Message.role == "assistant")
+                .order_by(Message.seq.desc())
+                .limit(1)
+            )
+        if latest is None:
+            return None
         restored = self._state.restore(conversation_id, principal)
         waiting = _waiting_run(restored[0]) if restored is not None else None
         return waiting.agent if waiting is not None else None
