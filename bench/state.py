@@ -115,9 +115,9 @@ from sqlalchemy import text
 
 from search2o.accounts import Principal
 from search2o.config import Settings
+from search2o.query.conversations import create_conversation
 from search2o.runtime import Runtime
 from search2o.state import DatabaseStateStore, StateChanges
-from search2o.storage.models import Conversation
 
 HANDBOOK = Path(__file__).resolve().parents[2] / "shared" / "data" / "handbook"
 SIZES = (10, 100, 1_000, 10_000)
@@ -337,10 +337,7 @@ def our_changes(turns_after: int, user: str, assistant: str) -> StateChanges:
 def new_conversation(runtime: Runtime, owner: Principal) -> str:
     """Create a conversation with its data key, as the product does for a first message."""
     with runtime.database.session() as session:
-        conversation = Conversation(user_id=owner.user_id, title_sealed=b"")
-        session.add(conversation)
-        session.flush()
-        runtime.vault.create(session, conversation.id, owner.user_id)
+        conversation, _ = create_conversation(session, runtime.vault, owner, "")
         return str(conversation.id)
 
 

@@ -15,7 +15,6 @@ from search2o.accounts import Principal
 from search2o.config import MemorySettings
 from search2o.memory import MemoryStore
 from search2o.runtime import Runtime
-from search2o.storage.models import Conversation
 
 AIRLINE = "The user prefers to fly KLM"
 COFFEE = "The user drinks their coffee black, without sugar"
@@ -41,16 +40,6 @@ def store_with(runtime: Runtime, **settings: object) -> MemoryStore:
     return MemoryStore(
         runtime.database, runtime.vault, runtime.embedder, MemorySettings(**settings)
     )
-
-
-def new_conversation(runtime: Runtime, owner: Principal) -> str:
-    """Create a conversation with its data key, as the product does for a first message."""
-    with runtime.database.session() as session:
-        conversation = Conversation(user_id=owner.user_id, title_sealed=b"")
-        session.add(conversation)
-        session.flush()
-        runtime.vault.create(session, conversation.id, owner.user_id)
-        return conversation.id
 
 
 def labels(hits: list[object]) -> list[tuple[str, str]]:

@@ -7,7 +7,8 @@ import pytest
 from search2o.memory import MemoryStore
 from search2o.runtime import Runtime
 from search2o.state import DatabaseStateStore, StateChanges
-from tests.memory.conftest import AIRLINE, COFFEE, add_user, labels, new_conversation
+from tests.memory.conftest import AIRLINE, COFFEE, add_user, labels
+from tests.state.conftest import new_conversation
 
 pytestmark = pytest.mark.slow
 

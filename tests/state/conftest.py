@@ -12,6 +12,7 @@ from sqlalchemy import delete, func, select
 from search2o import accounts
 from search2o.accounts import Principal
 from search2o.config import Settings
+from search2o.query.conversations import create_conversation
 from search2o.runtime import Runtime
 from search2o.state.store import DatabaseStateStore
 from search2o.storage.models import Conversation, StateChange
@@ -53,10 +54,7 @@ def add_user(runtime: Runtime, email: str | None = None) -> Principal:
 def new_conversation(runtime: Runtime, owner: Principal) -> str:
     """Create a conversation with its data key, as the product does for a first message."""
     with runtime.database.session() as session:
-        conversation = Conversation(user_id=owner.user_id, title_sealed=b"")
-        session.add(conversation)
-        session.flush()
-        runtime.vault.create(session, conversation.id, owner.user_id)
+        conversation, _ = create_conversation(session, runtime.vault, owner, "")
         return conversation.id
 
 
