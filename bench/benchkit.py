@@ -6,6 +6,7 @@ Scripts run as ``python bench/<name>.py``, so this folder is on ``sys.path`` and
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -14,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,22 @@ def p50_p95(values: list[float]) -> str:
 def log(message: str) -> None:
     """Print a progress line with the time of day."""
     console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")
+
+
+def finish(started: float, json_path: Path | None = None, payload: Any = None) -> None:
+    """Write ``payload`` as JSON to ``json_path`` (when given), then log the run's duration.
+
+    Args:
+        started: ``time.perf_counter()`` at the start of the run.
+
+    """
+    if json_path is not None:
+        json_path.write_text(json.dumps(payload, indent=2))
+        log(f"results written to {json_path}")
+    log(
+        f"finished in {(time.perf_counter() - started) / 60:.1f} min; "
+        f"load average={load_average()} (other processes share the CPUs)"
+    )
 
 
 def load_average() -> str:

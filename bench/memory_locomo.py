@@ -112,6 +112,7 @@ import numpy as np
 import numpy.typing as npt
 from benchkit import (
     console,
+    finish,
     load_average,
     log,
     p50_p95,
@@ -943,23 +944,16 @@ def main() -> None:
         console.print(line, style="yellow", markup=False)
     console.print()
     console.print(targets_table(results, questions))
-    if args.json is not None:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "conversations": [c.sample_id for c in conversations],
-                    "questions": len(questions),
-                    "latency_memories": args.latency_memories,
-                    "skipped": skipped_systems,
-                    "results": [r.to_json(questions) for r in results],
-                },
-                indent=2,
-            )
-        )
-        log(f"results written to {args.json}")
-    log(
-        f"finished in {(time.perf_counter() - started) / 60:.1f} min; "
-        f"load average={load_average()} (other processes share the CPUs)"
+    finish(
+        started,
+        args.json,
+        {
+            "conversations": [c.sample_id for c in conversations],
+            "questions": len(questions),
+            "latency_memories": args.latency_memories,
+            "skipped": skipped_systems,
+            "results": [r.to_json(questions) for r in results],
+        },
     )
 
 

@@ -76,6 +76,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 import numpy.typing as npt
 from benchkit import (
+    finish,
     load_average,
     log,
     percentile,
@@ -1214,10 +1215,7 @@ def main() -> None:
     for item in tables:
         console.print(item)
         console.print()
-    log(
-        f"finished in {(time.perf_counter() - started) / 60:.1f} min; "
-        f"load average={load_average()} (other processes share the CPUs)"
-    )
+    finish(started)
 
 
 if __name__ == "__main__":

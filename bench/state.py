@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import math
 import os
@@ -101,6 +100,7 @@ from typing import Any
 
 from benchkit import (
     console,
+    finish,
     load_average,
     log,
     p50_p95,
@@ -792,21 +792,14 @@ def main() -> None:
     console.print(targets_table(results, args.backends))
     if not with_langgraph and not args.skip_langgraph:
         console.print(INSTALL_HINT, style="yellow", markup=False)
-    if args.json is not None:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "sizes": list(args.sizes),
-                    "saves": args.saves,
-                    "results": [r.to_json() for r in results],
-                },
-                indent=2,
-            )
-        )
-        log(f"results written to {args.json}")
-    log(
-        f"finished in {(time.perf_counter() - started) / 60:.1f} min; "
-        f"load average={load_average()} (other processes share the CPUs)"
+    finish(
+        started,
+        args.json,
+        {
+            "sizes": list(args.sizes),
+            "saves": args.saves,
+            "results": [r.to_json() for r in results],
+        },
     )
 
 
