@@ -4,8 +4,8 @@ A tool runs one call and returns a :class:`ToolOutcome`: the sources it found an
 (query, hits with scores, timing). Calls of one turn run concurrently; afterwards
 :func:`number_results` numbers their sources in call order with the turn's
 :class:`~search2o.query.citations.CitationRegistry` (unique per document across all calls, the
-same on every run); :func:`render_passages` gives the text a remote model reads: ``[n] title —
-location`` followed by the passage.
+same on every run); :func:`search2o.providers.chat.render_passages` gives the text a remote
+model reads: ``[n] title — location`` followed by the passage.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from search2o.accounts import Principal
 from search2o.errors import InputError
 from search2o.knowledge.store import KnowledgeStore
-from search2o.providers.chat import Passage, ToolSpec, render_passages
+from search2o.providers.chat import Passage, ToolSpec
 from search2o.query.citations import CitationRegistry
 from search2o.query.websearch import WebSearchProvider
 
@@ -29,7 +29,6 @@ __all__ = [
     "WebSearchTool",
     "number_results",
     "query_argument",
-    "render_passages",
 ]
 
 _QUERY_SCHEMA = {

@@ -23,10 +23,9 @@ from typing import Any
 
 from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import InputError
-from search2o.providers.chat import ChatMessage, Passage, ToolCall
+from search2o.providers.chat import ChatMessage, Passage, ToolCall, render_passages
 from search2o.providers.tokens import TokenCounter, message_tokens
 from search2o.query.summary import SUMMARY_HEADER
-from search2o.query.tools import render_passages
 
 __all__ = ["TRUNCATION_NOTICE", "ToolRound", "Window", "WindowBudget", "group_turns"]
 
