@@ -200,3 +200,15 @@ def test_brackets_in_answers_stay_and_a_deleted_agents_question_lets_the_chat_go
     assert token_api.delete("/v1/agents/asker", headers=admin).status_code == 200
     after = chat(message="hello", conversation_id=asked["conversation_id"])
     assert "status" not in after and after["text"]  # a chat turn answered it
+
+
+def test_the_cli_prints_an_answer_exactly(cli: Cli, tmp_path: Path) -> None:
+    long_json = "{ {'text': 'word ' * 40, 'n': list(range(40))} }"
+    for name, output in (("longjson", long_json), ("emoji", "Meet at :thumbs_up: ok")):
+        doc = {"name": name, "description": "x", "functions": {"main": {"end": {"output": output}}}}
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        cli.ok("agents", "push", str(path))
+    printed = cli.ok("agents", "run", "longjson", "go").stdout
+    assert json.loads(printed) == {"text": "word " * 40, "n": list(range(40))}  # not wrapped
+    assert cli.ok("agents", "run", "emoji", "go").stdout.strip() == "Meet at :thumbs_up: ok"

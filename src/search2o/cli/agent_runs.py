@@ -60,12 +60,17 @@ def _finish(runtime: Runtime, events: Any, as_json: bool) -> dict[str, Any]:
     if as_json:
         typer.echo(json.dumps(last, indent=2, ensure_ascii=False, default=str))
     elif last.get("event") == "done":
-        console.print(printable(str(last["text"])))
+        # soft_wrap: the answer (JSON too) is printed as it is, never cut into lines
+        console.print(printable(str(last["text"])), soft_wrap=True)
         if last["status"] == "paused":
-            console.print(printable(f"(answer with: --conversation {conversation})"), style="dim")
+            console.print(
+                printable(f"(answer with: --conversation {conversation})"),
+                style="dim",
+                soft_wrap=True,
+            )
     if last.get("event") == "error":
         if not as_json:
-            err_console.print(printable(f"error: {last['message']}"))
+            err_console.print(printable(f"error: {last['message']}"), soft_wrap=True)
         raise typer.Exit(1)
     return last
 

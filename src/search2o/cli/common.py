@@ -23,9 +23,10 @@ from search2o.runtime import Runtime
 
 __all__ = ["console", "err_console", "handle_errors", "open_runtime", "set_global_options"]
 
-# Markup off: document text, titles and user input are printed literally, never as styles
-# (a chunk saying "[/etc/hosts]" must neither vanish nor crash the table).
-console = Console(markup=False, highlight=False)
+# Markup and emoji codes off: document text, titles, answers and user input are printed
+# literally, never as styles (a chunk saying "[/etc/hosts]" must neither vanish nor crash the
+# table) nor with ":smile:" turned into an emoji.
+console = Console(markup=False, highlight=False, emoji=False)
 
 # C0 controls but newline and tab, DEL, and C1 controls: a stored title or message holding
 # ESC sequences must not clear or recolour the user's terminal (ECMA-48 control functions).
@@ -37,7 +38,7 @@ def printable(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
-err_console = Console(stderr=True, markup=False, highlight=False)
+err_console = Console(stderr=True, markup=False, highlight=False, emoji=False)
 
 _OVERRIDES: dict[str, Any] = {}
 
