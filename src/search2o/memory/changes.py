@@ -32,6 +32,7 @@ import numpy.typing as npt
 from search2o.config import MemorySettings
 from search2o.errors import InputError
 from search2o.memory.model import Rejection
+from search2o.textrules import text_problem as text_rule_problem
 
 __all__ = [
     "MAX_AGENT_CHARS",
@@ -115,11 +116,7 @@ def text_problem(text: str, max_chars: int) -> str | None:
         return "must not be empty"
     if len(text) > max_chars:
         return f"is {len(text)} characters; at most {max_chars} (memory.max_text_chars)"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "is not valid Unicode (it holds a lone surrogate)"
-    return None
+    return text_rule_problem(text)
 
 
 class MemoryChanges:

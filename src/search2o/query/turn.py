@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import unicodedata
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +34,7 @@ from search2o import aio
 from search2o.accounts import Principal
 from search2o.config import ChatSettings, RetentionSettings
 from search2o.crypto.vault import Sealer, Vault
-from search2o.errors import InputError, NotFoundError, Search2oError
+from search2o.errors import NotFoundError, Search2oError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import ChatMessage, ChatModel, Passage, TextDelta, ToolCall
 from search2o.providers.tokens import build_token_counter
@@ -59,6 +58,7 @@ from search2o.storage.models import (
     RetrievalTrace,
     utcnow,
 )
+from search2o.textrules import check_text
 
 __all__ = ["PreparedTurn", "TurnEngine", "TurnEvent"]
 
@@ -162,16 +162,7 @@ class TurnEngine:
             NotFoundError: ``conversation_id`` is missing or another user's.
 
         """
-        text = message.strip()
-        if not text:
-            raise InputError("message", "must not be empty")
-        if "\x00" in text:
-            raise InputError("message", "must not contain NUL characters")
-        if any(unicodedata.category(c) == "Cs" for c in text):
-            raise InputError("message", "is not valid Unicode (a lone surrogate code point)")
-        limit = self._settings.max_message_chars
-        if len(text) > limit:
-            raise InputError("message", f"is {len(text)} characters long; the limit is {limit}")
+        text = check_text(message, "message", max_chars=self._settings.max_message_chars)
         system = self._system_text()
         model_message, truncated = self.budget.fit_message(system, text)
         if conversation_id is not None:
