@@ -27,6 +27,7 @@ from pydantic_settings import (
 from search2o.errors import ConfigError
 
 __all__ = [
+    "ApiSettings",
     "ChatSettings",
     "EmbeddingSettings",
     "KeySettings",
@@ -361,6 +362,31 @@ class MemorySettings(BaseModel):
         return self.limits.get(plan, self.limits["free"])
 
 
+class ApiSettings(BaseModel):
+    """Bounds of the HTTP API on what a request may carry (docs/security.md).
+
+    Bodies are counted while they stream in (``Content-Length`` is checked before the first
+    byte is read); a body over its bound answers 413 and is not read further. In token mode a
+    request without a valid token is refused with 401 before its body is read at all.
+    """
+
+    max_body_bytes: int = Field(
+        default=1024 * 1024, ge=1024, le=1024**3, description="any JSON body, in bytes"
+    )
+    max_upload_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        le=64 * 1024**3,
+        description="POST /v1/documents: the whole multipart body, in bytes",
+    )
+    max_definition_bytes: int = Field(
+        default=1_000_000, ge=1024, le=1024**3, description="PUT /v1/agents/{name}, in bytes"
+    )
+    max_json_depth: int = Field(
+        default=64, ge=2, le=500, description="deepest nesting of arrays and objects in a body"
+    )
+
+
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("search2o", appauthor=False))
 
@@ -397,6 +423,7 @@ class Settings(BaseSettings):
     state: StateSettings = Field(default_factory=StateSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
 
     @classmethod
     def settings_customise_sources(

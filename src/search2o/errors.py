@@ -12,6 +12,7 @@ Tree::
     ├── InputError                   a request/CLI value breaks a rule           (422)
     │   ├── UnsupportedFileError     a file type no loader reads                 (422)
     │   ├── CorruptFileError         a file a loader cannot parse                (422)
+    │   ├── PayloadTooLargeError     a request body over its bound               (413)
     │   └── DefinitionError          an agent definition breaks rules (agents)   (422)
     ├── AuthenticationError          no or a bad API token                       (401)
     ├── PermissionDeniedError        an admin-only action by a non-admin         (403)
@@ -42,6 +43,7 @@ __all__ = [
     "IntegrityCheckError",
     "KeyUnavailableError",
     "NotFoundError",
+    "PayloadTooLargeError",
     "PermissionDeniedError",
     "ProviderError",
     "Search2oError",
@@ -88,6 +90,21 @@ class UnsupportedFileError(InputError):
 
 class CorruptFileError(InputError):
     """A loader recognised the type but could not parse the content."""
+
+
+class PayloadTooLargeError(InputError):
+    """A request body is larger than its bound (``api.*`` settings); it was not read further.
+
+    Args:
+        limit: the bound in bytes.
+        setting: the setting that holds it, e.g. ``api.max_body_bytes``.
+
+    """
+
+    def __init__(self, limit: int, setting: str) -> None:
+        super().__init__("body", f"is larger than {limit} bytes ({setting})")
+        self.limit = limit
+        self.setting = setting
 
 
 class AuthenticationError(Search2oError):

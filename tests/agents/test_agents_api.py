@@ -117,15 +117,14 @@ def test_bad_definitions_are_422_and_change_nothing(
         422,
         "content-type",
     )
-    assert_input_error(
-        token_api.put(
-            "/v1/agents/travel",
-            content=b" " * 1_000_001,
-            headers={**admin, "Content-Type": "application/json"},
-        ),
-        422,
-        "body",
+    too_large = token_api.put(
+        "/v1/agents/travel",
+        content=b" " * 1_000_001,
+        headers={**admin, "Content-Type": "application/json"},
     )
+    assert too_large.status_code == 413
+    assert too_large.json()["detail"]["field"] == "body"
+    assert "api.max_definition_bytes" in too_large.json()["detail"]["reason"]
     assert token_api.get("/v1/agents/travel", headers=admin).json() == TRAVEL
 
 

@@ -147,6 +147,7 @@ def test_double_follow_up_race_gives_one_success_and_one_conflict(
         losers = [i for i, o in outcomes.items() if isinstance(o, ConflictError)]
         assert len(winners) == 1 and len(losers) == 1, (round_, outcomes)
         assert "changed meanwhile" in str(outcomes[losers[0]])
+        assert "send your message again" in str(outcomes[losers[0]])
         want = (apply(base, appended(winners[0])), 2)
         assert store.restore(cid, me) == want  # the winner's follow-up...
         assert store.restore(cid, me) == want  # ...is what both now see

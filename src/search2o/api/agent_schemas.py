@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
+from search2o.api.schemas import text_field
+
 __all__ = ["AgentDeletedPublic", "AgentListPublic", "AgentPutPublic", "AgentSummaryPublic"]
 
 
@@ -53,7 +55,7 @@ class AgentValidateRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: StrictStr = Field(description="the user's message")
+    query: StrictStr = text_field("the user's message; not empty, at most chat.max_message_chars")
     inputs: dict[str, Any] | None = Field(default=None, description="the agent's inputs")
     conversation_id: StrictStr | None = Field(
         default=None, max_length=64, description="continue a validation conversation"

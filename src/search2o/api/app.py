@@ -17,9 +17,12 @@ from importlib.metadata import version
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from fastapi_offline import FastAPIOffline
 
+from search2o.api.docs_pages import install_docs_pages
 from search2o.api.errors import install_error_handlers
+from search2o.api.headers import SecurityHeaders
+from search2o.api.ingress import BodyBound, Ingress
+from search2o.api.openapi import install_openapi
 from search2o.api.routers import (
     agents,
     chat,
@@ -79,18 +82,37 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         if owned:
             rt.close()
 
-    # FastAPIOffline serves Swagger UI and ReDoc from the installed package, not a CDN, so the
-    # API pages work on air-gapped installs.
-    app = FastAPIOffline(
+    app = FastAPI(
         title="search2o",
         version=version("search2o"),
-        description="Conversations with your company's knowledge and agents.",
+        description=API_DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.runtime = rt
     install_error_handlers(app)
     for module in (health, search, documents, chat, conversations, memories, agents):
         app.include_router(module.router)
+    # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
+    install_docs_pages(app)
+    install_openapi(app, settings)
+    limits = settings.api
+    app.add_middleware(
+        Ingress,
+        runtime=rt,
+        bounds=[
+            BodyBound("api.max_upload_bytes", limits.max_upload_bytes, "POST", "/v1/documents"),
+            BodyBound(
+                "api.max_definition_bytes",
+                limits.max_definition_bytes,
+                "PUT",
+                "/v1/agents/{name}",
+            ),
+        ],
+        default=BodyBound("api.max_body_bytes", limits.max_body_bytes),
+    )
+    app.add_middleware(SecurityHeaders)
 
     @app.middleware("http")
     async def log_requests(
@@ -133,3 +155,16 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         return response
 
     return app
+
+
+API_DESCRIPTION = """Conversations with your company's knowledge and agents.
+
+**Text only.** Every string this API returns — answers, hits, titles, citations, headings,
+file names — is plain text taken from documents and users. Clients must render it as text (or
+sanitise it as untrusted HTML/Markdown); it is never escaped or marked up for a page. Citation
+`url`s are `http`/`https` only.
+
+**Errors** answer with one body, `{"detail": {"error": <class>, "message": ..., "field"?,
+"reason"?}}`; bad input is 422 naming the field and the rule and changes nothing. Bodies are
+bounded (413), a request without a valid token is refused before its body is read (401).
+"""

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
+from search2o.api.schemas import text_field
+
 __all__ = [
     "ChatRequest",
     "ConversationDetailPublic",
@@ -23,7 +25,9 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    message: StrictStr = Field(description="the user's message; not empty, at most 8000 chars")
+    message: StrictStr = text_field(
+        "the user's message; not empty, at most chat.max_message_chars characters"
+    )
     conversation_id: StrictStr | None = Field(
         default=None,
         max_length=64,
@@ -92,7 +96,11 @@ class ConversationPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: StrictStr | None = Field(default=None, description="1..200 printable characters")
+    title: StrictStr | None = Field(
+        default=None,
+        description="1..200 printable characters",
+        json_schema_extra={"minLength": 1, "maxLength": 200},
+    )
     pinned: StrictBool | None = None
 
 

@@ -7,8 +7,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from search2o.accounts import Principal, authenticate
-from search2o.errors import AuthenticationError, PermissionDeniedError
+from search2o.accounts import Principal
+from search2o.api.auth import PRINCIPAL_KEY, authenticate_header
+from search2o.errors import PermissionDeniedError
 from search2o.runtime import Runtime
 
 __all__ = ["AdminUser", "CurrentUser", "RuntimeDep"]
@@ -26,24 +27,24 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
 def get_principal(
+    request: Request,
     runtime: RuntimeDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """Authenticate the request.
+    """Return the caller :class:`~search2o.api.ingress.Ingress` authenticated.
 
-    A bearer token always identifies its owner. Without one, ``auth_mode=local`` acts as the
-    single local user; ``auth_mode=token`` refuses.
+    ``credentials`` is declared for the OpenAPI document (the bearer scheme); the token was
+    checked before the body was read. An app without the ingress (none is built so, but a
+    route may be mounted elsewhere) authenticates here.
 
     Raises:
         AuthenticationError: missing (in token mode), unknown or revoked token.
 
     """
-    if credentials is not None:
-        with runtime.database.session() as session:
-            return authenticate(session, credentials.credentials)
-    if runtime.settings.auth_mode == "local":
-        return runtime.local_principal()
-    raise AuthenticationError("missing API token: send `Authorization: Bearer <token>`")
+    principal = request.scope.get("state", {}).get(PRINCIPAL_KEY)
+    if isinstance(principal, Principal):
+        return principal
+    return authenticate_header(runtime, request.headers.get("authorization"))
 
 
 CurrentUser = Annotated[Principal, Depends(get_principal)]

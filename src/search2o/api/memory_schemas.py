@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from search2o.api.schemas import text_field
+
 __all__ = [
     "MemoryHitPublic",
     "MemoryListPublic",
@@ -23,12 +25,16 @@ class MemorySearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: StrictStr = Field(
-        description="free text; not empty, at most memory.max_query_chars; never stored or logged"
+    query: StrictStr = text_field(
+        "free text; not empty, at most memory.max_query_chars; never stored or logged"
     )
-    agent: StrictStr | None = Field(default=None, description="only this agent's memories")
-    label: StrictStr | None = Field(default=None, description="only memories with this label")
-    limit: StrictInt = Field(default=10, description="most matches, 1..memory.max_limit")
+    agent: StrictStr | None = Field(
+        default=None, max_length=100, description="only this agent's memories"
+    )
+    label: StrictStr | None = Field(
+        default=None, max_length=64, description="only memories with this label"
+    )
+    limit: StrictInt = Field(default=10, ge=1, description="most matches, 1..memory.max_limit")
 
 
 class MemoryPublic(BaseModel):

@@ -23,6 +23,7 @@ from search2o.providers.embeddings import Embedder
 from search2o.storage.lexical import CommonTerms, lexical_search
 from search2o.storage.models import Chunk, Document
 from search2o.storage.vectors import VectorIndex
+from search2o.textrules import check_text
 
 __all__ = ["SearchHit", "SearchResult", "reciprocal_rank_fusion", "search", "validate_query"]
 
@@ -65,17 +66,14 @@ def validate_query(query: str, k: int, settings: KnowledgeSettings) -> str:
     """Return the stripped query.
 
     Raises:
-        InputError: the query is empty or longer than ``max_query_chars`` (field ``query``),
-            or ``k`` is outside ``1..max_k`` (field ``k``).
+        InputError: the query is empty, longer than ``max_query_chars``, holds a NUL or a lone
+            surrogate (field ``query``, :func:`search2o.textrules.check_text`), or ``k`` is
+            outside ``1..max_k`` (field ``k``).
 
     """
-    text = query.strip()
-    if not text:
-        raise InputError("query", "must not be empty")
-    if len(text) > settings.max_query_chars:
-        raise InputError(
-            "query", f"is {len(text)} characters long; the limit is {settings.max_query_chars}"
-        )
+    text = check_text(
+        query, "query", max_chars=settings.max_query_chars, setting="knowledge.max_query_chars"
+    )
     if not 1 <= k <= settings.max_k:
         raise InputError("k", f"must be between 1 and {settings.max_k}, got {k}")
     return text

@@ -62,6 +62,7 @@ from search2o.providers.embeddings import Embedder
 from search2o.storage.db import Database
 from search2o.storage.memory_models import Memory
 from search2o.storage.models import User, utcnow
+from search2o.textrules import check_text
 
 __all__ = ["KIND", "MemoryStore"]
 
@@ -620,12 +621,7 @@ def _check_query(query: object, longest: int) -> str:
     """
     if not isinstance(query, str):
         raise InputError("query", f"must be a string, got {type(query).__name__}")
-    if not query.strip():
-        raise InputError("query", "must not be empty")
-    if len(query) > longest:
-        raise InputError(
-            "query", f"is {len(query)} characters; at most {longest} (memory.max_query_chars)"
-        )
+    check_text(query, "query", max_chars=longest, setting="memory.max_query_chars", strip=False)
     return query
 
 

@@ -66,6 +66,7 @@ from search2o.state.store import (
     check_expected_version,
     conversation_owner,
     missing_conversation,
+    state_conflict,
 )
 from search2o.storage.db import Database
 
@@ -211,9 +212,8 @@ class HttpStateHook:
                 return None
             raise NotFoundError(f"conversation {payload['conversation_id']!r} not found")
         if status == 409 and operation == "save":
-            raise ConflictError(
-                f"the state of conversation {payload['conversation_id']!r} changed meanwhile "
-                "(the state hook refused the version); restore it and run again"
+            raise state_conflict(
+                str(payload["conversation_id"]), "the state hook refused the version (409)"
             )
         if status in (401, 403):
             raise HookError(
@@ -316,10 +316,9 @@ class HookStateStore:
                     raise missing_conversation(conversation)
                 base = ConversationState()
             elif restored[1] != expected:
-                raise ConflictError(
-                    f"the state of conversation {conversation!r} changed meanwhile: it is at "
-                    f"version {restored[1]}, this run started from version {expected}; "
-                    "restore it and run again"
+                raise state_conflict(
+                    conversation,
+                    f"the hook holds version {restored[1]}, the run started from {expected}",
                 )
             else:
                 base = restored[0]

@@ -64,6 +64,7 @@ __all__ = [
     "check_expected_version",
     "conversation_owner",
     "missing_conversation",
+    "state_conflict",
 ]
 
 logger = logging.getLogger(__name__)
@@ -155,6 +156,22 @@ class StateStore(Protocol):
 def missing_conversation(conversation: str) -> NotFoundError:
     """Return the one error for a missing, deleted or foreign conversation."""
     return NotFoundError(f"conversation {conversation!r} not found")
+
+
+def state_conflict(conversation: str, detail: str) -> ConflictError:
+    """Return the one error for the losing side of a race on a conversation's state.
+
+    It speaks to the person who sent the message (the API answers it as 409, the chat stream
+    as an ``error`` event); ``detail`` (versions, which store refused) is logged, not shown.
+    """
+    logger.info(
+        "state conflict",
+        extra={"fields": {"conversation": conversation, "detail": detail}},
+    )
+    return ConflictError(
+        "this conversation changed meanwhile (another answer in it was saved first); "
+        "send your message again"
+    )
 
 
 def check_expected_version(expected_version: Any) -> int:
@@ -329,10 +346,7 @@ class DatabaseStateStore:
             try:
                 s.flush()
             except IntegrityError as exc:  # cannot happen while the head row is ours
-                raise ConflictError(
-                    f"the state of conversation {conversation!r} changed meanwhile; "
-                    "restore it and run again"
-                ) from exc
+                raise state_conflict(conversation, "the change row already exists") from exc
             if self.compact_every and version - snapshot_version > self.compact_every:
                 event.listen(s, "after_commit", lambda _s: self._schedule(conversation), once=True)
         return version
@@ -548,9 +562,8 @@ class DatabaseStateStore:
         )
         if current == _DELETED:
             return missing_conversation(conversation)
-        return ConflictError(
-            f"the state of conversation {conversation!r} changed meanwhile: it is at version "
-            f"{current or 0}, this run started from version {expected}; restore it and run again"
+        return state_conflict(
+            conversation, f"at version {current or 0}, the run started from version {expected}"
         )
 
     @staticmethod

@@ -20,14 +20,14 @@ from search2o.api.agent_schemas import (
     AgentValidateRequest,
 )
 from search2o.api.deps import AdminUser, CurrentUser, RuntimeDep
+from search2o.api.jsonbody import StrictJsonRoute
+from search2o.api.openapi import error_responses
+from search2o.api.schemas import AgentName
 from search2o.errors import InputError
 
-__all__ = ["MAX_DEFINITION_BYTES", "router"]
+__all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["agents"])
-
-MAX_DEFINITION_BYTES = 1_000_000
-"""The largest definition body accepted, in bytes."""
+router = APIRouter(prefix="/v1", tags=["agents"], route_class=StrictJsonRoute)
 
 _JSON_TYPES = frozenset({"application/json"})
 _YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
@@ -77,28 +77,16 @@ def _format(content_type: str | None) -> str | None:
     )
 
 
-async def _read_body(request: Request) -> bytes:
-    """Read the request body, refusing it as soon as it exceeds :data:`MAX_DEFINITION_BYTES`.
-
-    Raises:
-        InputError: field ``body``: too large.
-
-    """
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_DEFINITION_BYTES:
-            raise InputError("body", f"is larger than {MAX_DEFINITION_BYTES} bytes")
-    return bytes(body)
-
-
 @router.put(
     "/agents/{name}",
     openapi_extra=_PUT_BODY,
-    responses={201: {"model": AgentPutPublic, "description": "a new agent was stored"}},
+    responses={
+        201: {"model": AgentPutPublic, "description": "a new agent was stored"},
+        **error_responses(401, 403, 413, 422, 503),
+    },
 )
 async def put_agent(
-    name: str, request: Request, response: Response, admin: AdminUser, runtime: RuntimeDep
+    name: AgentName, request: Request, response: Response, admin: AdminUser, runtime: RuntimeDep
 ) -> AgentPutPublic:
     """Store an agent definition under ``name`` (admins only): 201 when new, 200 when replaced.
 
@@ -107,7 +95,7 @@ async def put_agent(
     422 listing every problem with its JSON path (``detail.problems``) and stores nothing.
     """
     fmt = _format(request.headers.get("content-type"))
-    data = await _read_body(request)
+    data = await request.body()  # bounded by api.max_definition_bytes (api.ingress)
     definition, created = await run_in_threadpool(
         runtime.agents.put, data, name=name, fmt=fmt, admin=admin
     )
@@ -121,7 +109,7 @@ async def put_agent(
     )
 
 
-@router.get("/agents")
+@router.get("/agents", responses=error_responses(401, 503))
 def list_agents(user: CurrentUser, runtime: RuntimeDep) -> AgentListPublic:
     """List every stored agent, ordered by name (any authenticated user)."""
     return AgentListPublic(
@@ -132,22 +120,25 @@ def list_agents(user: CurrentUser, runtime: RuntimeDep) -> AgentListPublic:
     )
 
 
-@router.get("/agents/{name}")
-def get_agent(name: str, admin: AdminUser, runtime: RuntimeDep) -> dict[str, Any]:
+@router.get("/agents/{name}", responses=error_responses(401, 403, 404, 422, 503))
+def get_agent(name: AgentName, admin: AdminUser, runtime: RuntimeDep) -> dict[str, Any]:
     """Return an agent's stored definition document as it was given (admins only)."""
     return runtime.agents.source(name)
 
 
-@router.delete("/agents/{name}")
-def delete_agent(name: str, admin: AdminUser, runtime: RuntimeDep) -> AgentDeletedPublic:
+@router.delete("/agents/{name}", responses=error_responses(401, 403, 404, 422, 503))
+def delete_agent(name: AgentName, admin: AdminUser, runtime: RuntimeDep) -> AgentDeletedPublic:
     """Delete an agent and every memory it stored, for every user (admins only)."""
     count = runtime.agents.delete(name)
     return AgentDeletedPublic(deleted=name, memories_deleted=count)
 
 
-@router.post("/agents/{name}/validate")
+@router.post(
+    "/agents/{name}/validate",
+    responses=error_responses(401, 403, 404, 409, 413, 422, 502, 503),
+)
 def validate_agent(
-    name: str, body: AgentValidateRequest, admin: AdminUser, runtime: RuntimeDep
+    name: AgentName, body: AgentValidateRequest, admin: AdminUser, runtime: RuntimeDep
 ) -> dict[str, Any]:
     """Run the stored agent as a validation run and return the trace of every command.
 

@@ -14,12 +14,14 @@ from search2o.accounts import Principal
 from search2o.api.chat_schemas import ChatRequest
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.errors import status_for_name
+from search2o.api.jsonbody import StrictJsonRoute
+from search2o.api.openapi import error_responses
 from search2o.api.sse import SSE_HEADERS, stream_events
 from search2o.errors import InputError
 from search2o.query.turn import TurnEvent
 from search2o.runtime import Runtime
 
-router = APIRouter(prefix="/v1", tags=["chat"])
+router = APIRouter(prefix="/v1", tags=["chat"], route_class=StrictJsonRoute)
 
 _EXAMPLE = """event: conversation
 data: {"conversation_id": "5b0c...e1", "title": "How many vacation days do we get?", \
@@ -79,7 +81,8 @@ Example:
         200: {
             "description": 'an event stream, or one JSON body with `"stream": false`',
             "content": {"text/event-stream": {"example": _EXAMPLE}, "application/json": {}},
-        }
+        },
+        **error_responses(401, 404, 409, 413, 422, 502, 503),
     },
 )
 async def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:

@@ -19,26 +19,31 @@ from search2o.api.chat_schemas import (
     RatingRequest,
 )
 from search2o.api.deps import CurrentUser, RuntimeDep
+from search2o.api.jsonbody import StrictJsonRoute
+from search2o.api.openapi import error_responses
+from search2o.api.schemas import ConversationId, MessageId, Offset
 from search2o.errors import InputError
 
-router = APIRouter(prefix="/v1", tags=["conversations"])
+router = APIRouter(prefix="/v1", tags=["conversations"], route_class=StrictJsonRoute)
 
 
-@router.get("/conversations")
+@router.get("/conversations", responses=error_responses(401, 422, 503))
 def list_conversations(
     user: CurrentUser,
     runtime: RuntimeDep,
-    limit: Annotated[int, Query(description="1..200")] = 50,
-    offset: Annotated[int, Query(description="0 or more")] = 0,
+    limit: Annotated[int, Query(ge=1, le=200, description="1..200")] = 50,
+    offset: Offset = 0,
 ) -> ConversationListPublic:
     """List the caller's conversations: pinned first, then most recently used first."""
     rows = runtime.conversations.list_conversations(user, limit, offset)
     return ConversationListPublic(conversations=[ConversationPublic(**asdict(r)) for r in rows])
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get(
+    "/conversations/{conversation_id}", responses=error_responses(401, 404, 422, 500, 502, 503)
+)
 def get_conversation(
-    conversation_id: str, user: CurrentUser, runtime: RuntimeDep
+    conversation_id: ConversationId, user: CurrentUser, runtime: RuntimeDep
 ) -> ConversationDetailPublic:
     """Return one conversation with its messages (404 if missing or another user's)."""
     info = runtime.conversations.get(user, conversation_id)
@@ -48,9 +53,11 @@ def get_conversation(
     )
 
 
-@router.patch("/conversations/{conversation_id}")
+@router.patch(
+    "/conversations/{conversation_id}", responses=error_responses(401, 404, 413, 422, 503)
+)
 def update_conversation(
-    conversation_id: str, body: ConversationPatch, user: CurrentUser, runtime: RuntimeDep
+    conversation_id: ConversationId, body: ConversationPatch, user: CurrentUser, runtime: RuntimeDep
 ) -> ConversationPublic:
     """Rename and/or pin or unpin a conversation (422 naming the field on a bad value)."""
     if body.title is None and body.pinned is None:
@@ -59,23 +66,35 @@ def update_conversation(
     return ConversationPublic(**asdict(info))
 
 
-@router.delete("/conversations/{conversation_id}", status_code=204)
-def delete_conversation(conversation_id: str, user: CurrentUser, runtime: RuntimeDep) -> Response:
+@router.delete(
+    "/conversations/{conversation_id}",
+    status_code=204,
+    responses=error_responses(401, 404, 422, 502, 503),
+)
+def delete_conversation(
+    conversation_id: ConversationId, user: CurrentUser, runtime: RuntimeDep
+) -> Response:
     """Delete a conversation with its messages, ratings and traces."""
     runtime.conversations.delete(user, conversation_id)
     return Response(status_code=204)
 
 
-@router.put("/messages/{message_id}/rating")
+@router.put(
+    "/messages/{message_id}/rating", responses=error_responses(401, 404, 413, 422, 503)
+)
 def rate_message(
-    message_id: str, body: RatingRequest, user: CurrentUser, runtime: RuntimeDep
+    message_id: MessageId, body: RatingRequest, user: CurrentUser, runtime: RuntimeDep
 ) -> MessagePublic:
     """Rate an assistant answer ``up`` or ``down``, or clear the rating with ``null``."""
     return MessagePublic(**asdict(runtime.conversations.rate(user, message_id, body.rating)))
 
 
-@router.get("/messages/{message_id}/trace")
-def message_trace(message_id: str, user: CurrentUser, runtime: RuntimeDep) -> dict[str, Any]:
+@router.get(
+    "/messages/{message_id}/trace", responses=error_responses(401, 404, 422, 500, 503)
+)
+def message_trace(
+    message_id: MessageId, user: CurrentUser, runtime: RuntimeDep
+) -> dict[str, Any]:
     """Return an answer's retrieval trace: tool calls, queries, hits, packing, timings.
 
     Readable by the conversation's owner and by admins.

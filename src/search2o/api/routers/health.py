@@ -8,12 +8,13 @@ from fastapi import APIRouter
 from sqlalchemy import text
 
 from search2o.api.deps import RuntimeDep
+from search2o.api.openapi import error_responses
 from search2o.api.schemas import HealthPublic
 
 router = APIRouter(prefix="/v1", tags=["health"])
 
 
-@router.get("/health")
+@router.get("/health", responses=error_responses(503))
 def health(runtime: RuntimeDep) -> HealthPublic:
     """Report that the server and its database answer."""
     with runtime.database.session() as session:

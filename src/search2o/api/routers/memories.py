@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from search2o.api.deps import CurrentUser, RuntimeDep
+from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.memory_schemas import (
     MemoryHitPublic,
     MemoryListPublic,
@@ -19,17 +20,21 @@ from search2o.api.memory_schemas import (
     MemorySearchPublic,
     MemorySearchRequest,
 )
+from search2o.api.openapi import error_responses
+from search2o.api.schemas import AgentName, MemoryLabel, Offset
 
-router = APIRouter(prefix="/v1", tags=["memories"])
+router = APIRouter(prefix="/v1", tags=["memories"], route_class=StrictJsonRoute)
 
 
-@router.get("/memories")
+@router.get("/memories", responses=error_responses(401, 422, 503))
 def list_memories(
     user: CurrentUser,
     runtime: RuntimeDep,
-    agent: Annotated[str | None, Query(description="only this agent's memories")] = None,
-    limit: Annotated[int, Query(description="1..1000")] = 100,
-    offset: Annotated[int, Query(description="0 or more")] = 0,
+    agent: Annotated[
+        str | None, Query(max_length=100, description="only this agent's memories")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="1..1000")] = 100,
+    offset: Offset = 0,
 ) -> MemoryListPublic:
     """List the caller's memories, ordered by agent, then label."""
     rows = runtime.memory.list(user, agent=agent, limit=limit, offset=offset)
@@ -47,7 +52,7 @@ def list_memories(
     )
 
 
-@router.post("/memories/search")
+@router.post("/memories/search", responses=error_responses(401, 413, 422, 502, 503))
 def search_memories(
     body: MemorySearchRequest, user: CurrentUser, runtime: RuntimeDep
 ) -> MemorySearchPublic:
@@ -65,8 +70,12 @@ def search_memories(
     )
 
 
-@router.delete("/memories/{agent}/{label}", status_code=204)
-def delete_memory(agent: str, label: str, user: CurrentUser, runtime: RuntimeDep) -> Response:
+@router.delete(
+    "/memories/{agent}/{label}", status_code=204, responses=error_responses(401, 404, 422, 503)
+)
+def delete_memory(
+    agent: AgentName, label: MemoryLabel, user: CurrentUser, runtime: RuntimeDep
+) -> Response:
     """Delete one of the caller's memories (404 when missing or another user's)."""
     runtime.memory.delete(user, agent, label)
     return Response(status_code=204)

@@ -1,0 +1,118 @@
+"""What every HTTP request passes before a route sees it: authentication, then a body bound.
+
+:class:`Ingress` is a pure ASGI middleware (so it never buffers a response, and SSE streams
+pass through untouched). For a path under ``/v1/`` other than the health probes it first
+authenticates the caller from the ``Authorization`` header (:func:`search2o.api.auth
+.authenticate_header`, in a worker thread) and answers 401 **before a byte of the body is
+read**; the principal is left in the scope's ``state`` for the route's dependency. Then the
+body is bounded while it streams in by Starlette's ``RequestBodyLimitMiddleware`` (a
+``Content-Length`` over the bound is refused before reading): ``api.max_upload_bytes`` for
+``POST /v1/documents``, ``api.max_definition_bytes`` for ``PUT /v1/agents/{name}``,
+``api.max_body_bytes`` for everything else. A body over its bound answers 413 with our error
+body (:mod:`search2o.api.errors`).
+
+Why here and not in the route: FastAPI reads and parses a route's body before it resolves the
+route's dependencies, so an authentication dependency alone lets an anonymous client make the
+server read (and hold) any body it sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
+from starlette.routing import compile_path
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from search2o.api.auth import PRINCIPAL_KEY, authenticate_header
+from search2o.api.errors import BODY_SETTING_KEY, error_response
+from search2o.errors import AuthenticationError, PayloadTooLargeError
+from search2o.runtime import Runtime
+
+__all__ = ["OPEN_PATHS", "BodyBound", "Ingress"]
+
+OPEN_PATHS = frozenset({"/v1/health", "/v1/health/ready"})
+"""Paths under ``/v1/`` that answer without a caller (probes)."""
+
+
+class BodyBound:
+    """One body bound: the operation it applies to, its size in bytes and the setting holding it.
+
+    Args:
+        setting: the setting's dotted name, e.g. ``api.max_upload_bytes`` (named in the 413).
+        limit: the bound in bytes.
+        method: the operation's method, e.g. ``POST``; ``None`` for the default bound.
+        path: the operation's path template, e.g. ``/v1/agents/{name}``.
+
+    """
+
+    def __init__(
+        self, setting: str, limit: int, method: str | None = None, path: str | None = None
+    ) -> None:
+        self.setting = setting
+        self.limit = limit
+        self.method = method
+        self._path = compile_path(path)[0] if path is not None else None
+
+    def applies(self, scope: Scope) -> bool:
+        """Tell whether a request is for this bound's operation (the default applies to all)."""
+        if self._path is None:
+            return True
+        return scope["method"] == self.method and self._path.match(scope["path"]) is not None
+
+
+class Ingress:
+    """Authenticate ``/v1/`` requests before reading their bodies; bound every body.
+
+    Args:
+        app: the application behind it.
+        runtime: the process's runtime (its database authenticates tokens).
+        bounds: the specific bounds, tried in order.
+        default: the bound of every request no specific one applies to.
+        needs_caller: which paths need an authenticated caller (default: :func:`needs_caller`).
+
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        runtime: Runtime,
+        bounds: list[BodyBound],
+        default: BodyBound,
+        needs_caller: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.app = app
+        self.runtime = runtime
+        self.bounds = [*bounds, default]
+        self.needs_caller = needs_caller or _needs_caller
+        self._limiters = {b.limit: RequestBodyLimitMiddleware(app, b.limit) for b in self.bounds}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI call (see the class docstring)."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.needs_caller(scope["path"]):
+            header = Headers(scope=scope).get("authorization")
+            try:
+                principal = await run_in_threadpool(authenticate_header, self.runtime, header)
+            except AuthenticationError as exc:
+                await error_response(exc)(scope, receive, send)
+                return
+            scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
+        bound = next(b for b in self.bounds if b.applies(scope))
+        scope[BODY_SETTING_KEY] = bound.setting
+        announced = Headers(scope=scope).get("content-length", "")
+        if announced.isdigit() and int(announced) > bound.limit:
+            # Refused from its length alone, in our body (Starlette's own 413 is plain text).
+            refusal = PayloadTooLargeError(bound.limit, bound.setting)
+            await error_response(refusal)(scope, receive, send)
+            return
+        await self._limiters[bound.limit](scope, receive, send)
+
+
+def _needs_caller(path: str) -> bool:
+    """``/v1/`` paths need a caller, except the probes."""
+    return path.startswith("/v1/") and path not in OPEN_PATHS
