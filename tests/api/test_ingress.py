@@ -188,6 +188,7 @@ def test_document_ids_out_of_range_answer_422(api: httpx.Client, path: str) -> N
     ("path", "field"),
     [
         ("/v1/conversations?offset=10000000000000000000", "offset"),
+        ("/v1/conversations?offset=1000001", "offset"),
         ("/v1/conversations?limit=0", "limit"),
         ("/v1/memories?offset=-1", "offset"),
         ("/v1/memories?limit=100000", "limit"),
@@ -286,7 +287,7 @@ def test_openapi_documents_our_error_body_and_the_configured_limits(api: httpx.C
     assert schemas["ChatRequest"]["properties"]["message"]["maxLength"] == 8000
     offset = next(
         p
-        for p in document["paths"]["/v1/conversations"]["get"]["parameters"]
+        for p in document["paths"]["/v1/memories"]["get"]["parameters"]
         if p["name"] == "offset"
     )
     assert offset["schema"]["maximum"] == 2147483647

@@ -21,8 +21,9 @@ from search2o.api.chat_schemas import (
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
-from search2o.api.schemas import ConversationId, MessageId, Offset
+from search2o.api.schemas import ConversationId, MessageId
 from search2o.errors import InputError
+from search2o.query.conversations import MAX_OFFSET
 
 router = APIRouter(prefix="/v1", tags=["conversations"], route_class=StrictJsonRoute)
 
@@ -32,7 +33,9 @@ def list_conversations(
     user: CurrentUser,
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=200, description="1..200")] = 50,
-    offset: Offset = 0,
+    offset: Annotated[
+        int, Query(ge=0, le=MAX_OFFSET, description=f"rows to skip, 0..{MAX_OFFSET}")
+    ] = 0,
 ) -> ConversationListPublic:
     """List the caller's conversations: pinned first, then most recently used first."""
     rows = runtime.conversations.list_conversations(user, limit, offset)
