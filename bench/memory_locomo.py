@@ -246,6 +246,17 @@ def load_locomo(path: Path) -> tuple[list[Conversation], int]:
     return conversations, skipped
 
 
+def truncated(conv: Conversation, turns: int | None) -> Conversation:
+    """Keep the first ``turns`` turns and the questions whose evidence lies among them."""
+    if turns is None:
+        return conv
+    kept = conv.turns[:turns]
+    known = {t.dia_id for t in kept}
+    return Conversation(
+        conv.sample_id, kept, [q for q in conv.questions if q.evidence <= known]
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Results
 
@@ -848,6 +859,12 @@ def parse_args() -> argparse.Namespace:
         default=MemorySettings().lexical_weight,
         help="memory.lexical_weight for search2o (0: cosine alone)",
     )
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=None,
+        help="only each conversation's first N turns, and the questions they answer (smoke runs)",
+    )
     parser.add_argument("--skip-mem0", action="store_true")
     parser.add_argument("--skip-bm25", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
@@ -858,6 +875,8 @@ def parse_args() -> argparse.Namespace:
         parser.error("--conversations must be >= 1")
     if args.latency_memories < 0:
         parser.error("--latency-memories must be >= 0")
+    if args.turns is not None and args.turns < 1:
+        parser.error("--turns must be >= 1")
     args.backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     return args
 
@@ -869,7 +888,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
     everything, skipped = load_locomo(args.data)
-    conversations = everything[: args.conversations]
+    conversations = [truncated(c, args.turns) for c in everything[: args.conversations]]
     questions = [q for c in conversations for q in c.questions]
     longest = max(everything, key=lambda c: len(c.turns))
     latency_conv = None

@@ -51,9 +51,8 @@ from search2o.config import load_settings
 from search2o.knowledge.access import AccessList
 from search2o.providers.builtin_chat import NOT_FOUND
 from search2o.providers.sentences import SentenceScorer
-from search2o.query.conversations import append_message
+from search2o.query.conversations import append_message, create_conversation
 from search2o.runtime import Runtime
-from search2o.storage.models import Conversation
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 console = Console()
@@ -146,9 +145,10 @@ def handbook(runtime: Runtime, calibrate: bool) -> list[tuple[float, bool]]:
     return samples
 
 
-def _mtrag_corpus(folder: Path) -> None:
+def _mtrag_corpus(folder: Path, limit: int | None) -> None:
+    """Write the gold contexts of the first ``limit`` tasks (all: ``None``) as Markdown files."""
     seen = set()
-    for line in (DATA / "mtrag-un" / "reference.jsonl").read_text().splitlines():
+    for line in (DATA / "mtrag-un" / "reference.jsonl").read_text().splitlines()[:limit]:
         for context in json.loads(line)["contexts"]:
             doc_id = context["document_id"]
             if doc_id in seen:
@@ -172,12 +172,12 @@ def _seed(runtime: Runtime, principal: Principal, turns: list[dict]) -> str | No
     if not turns:
         return None
     with runtime.database.session() as session:
-        conversation = Conversation(user_id=principal.user_id, title=turns[0]["text"][:80])
-        session.add(conversation)
-        session.flush()
+        conversation, sealer = create_conversation(
+            session, runtime.vault, principal, turns[0]["text"][:80]
+        )
         for turn in turns:
             role = "user" if turn["speaker"] == "user" else "assistant"
-            append_message(session, conversation, role=role, text=turn["text"])
+            append_message(session, conversation, sealer, role=role, text=turn["text"])
         return conversation.id
 
 
@@ -185,7 +185,7 @@ def mtrag(runtime: Runtime, limit: int | None, calibrate: bool) -> list[tuple[fl
     """Run the MTRAG-UN set; print its table; return (best score, answerable) pairs."""
     principal = runtime.local_principal()
     with tempfile.TemporaryDirectory() as folder:
-        _mtrag_corpus(Path(folder))
+        _mtrag_corpus(Path(folder), limit)
         started = time.perf_counter()
         summary = runtime.knowledge.ingest_paths([Path(folder)], AccessList())
         console.print(f"MTRAG-UN corpus: {summary.line()} ({time.perf_counter() - started:.0f} s)")

@@ -1,0 +1,82 @@
+"""Every benchmark still runs: a tiny-size run of each script in ``bench/``, so none can rot.
+
+The figures of these runs mean nothing (tiny sizes, a loaded machine); what is checked is that
+each script finishes with exit code 0 and prints its table. A new bench must be added here
+(the last test fails otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+pytestmark = pytest.mark.slow
+
+# script -> (tiny arguments, text its output must hold)
+SMOKE: dict[str, tuple[list[str], str]] = {
+    "search.py": (
+        [
+            "--chunks",
+            "2000",
+            "--queries",
+            "10",
+            "--backends",
+            "sqlite",
+            "--skip-handbook",
+            "--skip-sqlite-vec",
+        ],
+        "Synthetic",
+    ),
+    "qa_eval.py": (["--skip-handbook", "--mtrag-limit", "5"], "MTRAG-UN"),
+    "chat.py": (["--turns", "3", "--skip-http"], "first"),
+    "window.py": ([], "WindowBudget.build"),
+    "state.py": (
+        ["--sizes", "5", "--saves", "2", "--backend", "sqlite", "--skip-langgraph"],
+        "save",
+    ),
+    "memory_locomo.py": (
+        [
+            "--conversations",
+            "1",
+            "--turns",
+            "40",
+            "--skip-mem0",
+            "--skip-bm25",
+            "--latency-memories",
+            "0",
+        ],
+        "recall@10",
+    ),
+    "agents.py": (["--runs", "3"], "per command"),
+}
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_bench_runs_at_a_tiny_size(script: str, tmp_path: Path) -> None:
+    arguments, expected = SMOKE[script]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    env["SEARCH2O_DATA_DIR"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(BENCH / script), *arguments],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert expected.lower() in output.lower(), output[-4000:]
+
+
+def test_every_bench_has_a_smoke_run() -> None:
+    scripts = {p.name for p in BENCH.glob("*.py")} - {"benchkit.py"}
+    assert scripts == set(SMOKE), "add a tiny run of the new bench to SMOKE"
