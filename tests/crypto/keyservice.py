@@ -1,7 +1,7 @@
 """A customer's key service for the tests: a real HTTP server in a thread.
 
 It implements the ``http`` provider's JSON contract with KEKs of its own (AES Key Wrap), and
-checks every request's signature with :func:`search2o.crypto.http_keys.verify_signature`,
+checks every request's signature with :func:`search2o.signing.verify`,
 answering 401 to a bad one. ``mode`` makes it misbehave: ``slow`` (waits before answering),
 ``garbage`` (a body that is not JSON), ``short`` (a 16-byte plaintext from /unwrap),
 ``two-current`` (/versions with two current versions) and ``no-rotate`` (404 on /rotate).
@@ -20,7 +20,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.keywrap import InvalidUnwrap, aes_key_unwrap, aes_key_wrap
 
-from search2o.crypto.http_keys import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_signature
+from search2o.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER
+from search2o.signing import verify as verify_signature
 
 PREFIX = "/kms"
 

@@ -11,9 +11,11 @@ import pytest
 
 from search2o.config import KeySettings
 from search2o.crypto.envelope import new_data_key
-from search2o.crypto.http_keys import HttpKeyProvider, sign, verify_signature
+from search2o.crypto.http_keys import HttpKeyProvider
 from search2o.crypto.keys import WrappedKey, build_key_provider
 from search2o.errors import ConfigError, InputError, IntegrityCheckError, KeyUnavailableError
+from search2o.signing import sign
+from search2o.signing import verify as verify_signature
 from tests.crypto.conftest import SECRET
 from tests.crypto.keyservice import KeyService
 

@@ -27,8 +27,8 @@ a version prefix, so the scheme can change)::
 
 ``path`` is the request path as sent (with any prefix of ``keys.url``, without query), ``body``
 the exact request body (empty for ``GET``). HMAC is RFC 2104 with SHA-256 (FIPS 180-4). The
-service checks it with :func:`verify_signature` (or ten lines of its own) and answers 401 to a
-bad one. Plain ``http://`` is accepted only for loopback hosts: data keys travel in the bodies.
+service checks it with :func:`search2o.signing.verify` (or ten lines of its own) and answers 401
+to a bad one. Plain ``http://`` is accepted only for loopback hosts: data keys travel in the bodies.
 
 A customer who would rather run Python than a service needs no code here: any factory
 ``(KeySettings, data_dir) -> KeyProvider`` registered in the ``search2o.key_providers`` entry
@@ -39,11 +39,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import ipaddress
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -53,69 +50,12 @@ from search2o.config import KeySettings
 from search2o.crypto.envelope import DATA_KEY_BYTES
 from search2o.crypto.keys import KeyVersion, WrappedKey
 from search2o.errors import ConfigError, InputError, IntegrityCheckError, KeyUnavailableError
+from search2o.signing import signed_headers
 
-__all__ = ["HttpKeyProvider", "sign", "verify_signature"]
+__all__ = ["HttpKeyProvider"]
 
-TIMESTAMP_HEADER = "X-Search2o-Timestamp"
-SIGNATURE_HEADER = "X-Search2o-Signature"
 _MIN_SECRET = 16
 _MAX_WRAPPED = 8192
-
-
-def sign(secret: str | bytes, timestamp: int | str, method: str, path: str, body: bytes) -> str:
-    """Return the ``X-Search2o-Signature`` value ``v1=<hex>`` for one request.
-
-    The MAC is HMAC-SHA256 (RFC 2104) keyed with ``secret`` over
-    ``f"{timestamp}.{METHOD}.{path}."`` followed by the raw ``body`` bytes.
-    """
-    key = secret.encode() if isinstance(secret, str) else secret
-    message = f"{timestamp}.{method.upper()}.{path}.".encode() + body
-    return "v1=" + hmac.new(key, message, hashlib.sha256).hexdigest()
-
-
-def verify_signature(
-    secret: str | bytes,
-    timestamp: str | None,
-    method: str,
-    path: str,
-    body: bytes | str,
-    header: str | None,
-    tolerance_s: float = 300,
-    *,
-    now: float | None = None,
-) -> bool:
-    """Check one signed request, for a key service (or a test) receiving search2o's calls.
-
-    Args:
-        secret: the shared ``keys.secret``.
-        timestamp: the ``X-Search2o-Timestamp`` header (unix seconds), ``None`` if missing.
-        method, path, body: the request as received (path without query string).
-        header: the ``X-Search2o-Signature`` header; several comma-separated ``v1=`` values are
-            accepted (as with Stripe), so a service can check during a secret change.
-        tolerance_s: how far the timestamp may be from ``now`` (default 5 minutes, as Stripe
-            and Slack); this bounds replays.
-        now: the current unix time (default ``time.time()``).
-
-    Returns:
-        ``True`` only when a ``v1`` signature matches (constant-time compare) and the timestamp
-        is fresh; ``False`` for anything else, never an exception.
-
-    """
-    if not timestamp or not header:
-        return False
-    try:
-        sent = int(timestamp)
-    except ValueError:
-        return False
-    if abs((time.time() if now is None else now) - sent) > tolerance_s:
-        return False
-    raw = body.encode() if isinstance(body, str) else body
-    expected = sign(secret, timestamp, method, path, raw)
-    return any(
-        hmac.compare_digest(part.strip().encode(), expected.encode())
-        for part in header.split(",")
-        if part.strip().startswith("v1=")
-    )
 
 
 class HttpKeyProvider:
@@ -292,10 +232,8 @@ class HttpKeyProvider:
     def _send(self, method: str, path: str, payload: dict[str, Any] | None) -> httpx.Response:
         url = self.url.join(self.url.path.rstrip("/") + path)
         body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
-        timestamp = str(int(time.time()))
         headers = {
-            TIMESTAMP_HEADER: timestamp,
-            SIGNATURE_HEADER: sign(self._secret, timestamp, method, url.path, body),
+            **signed_headers(self._secret, method, url.path, body),
             "Accept": "application/json",
         }
         if payload is not None:
