@@ -77,12 +77,11 @@ from search2o.agents._sandbox_guards import (
     _STATIC_BUILTINS,
     Namespace,
     _describe,
-    _refuse,
-    _RefusedError,
     _Run,
     _text_size,
 )
 from search2o.agents._sandbox_policy import _Policy
+from search2o.agents._sandbox_sizes import _refuse, _RefusedError
 from search2o.errors import Search2oError
 
 __all__ = [
@@ -262,6 +261,8 @@ class Expression:
                         f"the result has {len(value)} characters, "
                         f"more than max_result_chars={run.max_chars}"
                     )
+            elif type(value) is int:
+                run.check_render(value)
             elif (
                 type(value) not in _SCALARS
                 and _text_size(value, run.max_chars, data_only=True) > run.max_chars
