@@ -184,3 +184,53 @@ def test_a_run_request_with_text_that_cannot_be_stored_names_the_field(
     assert caught.value.field == field
     assert "NUL" in caught.value.reason or "lone surrogate" in caught.value.reason
     json.dumps({"field": caught.value.field}, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize(
+    ("schema", "answer", "named"),
+    [
+        (None, "KLM\ud800", "answer is not valid Unicode"),
+        (None, "K\x00LM", "answer must not contain NUL"),
+        ({"type": "object"}, '{"name": "\\ud800"}', "answer.name is not valid Unicode"),
+    ],
+)
+def test_a_model_answer_that_cannot_be_stored_fails_the_run(
+    schema: dict[str, Any] | None, answer: str, named: str
+) -> None:
+    llm: dict[str, Any] = {} if schema is None else {"schema": schema}
+    run = interpreter({"main": {"llm": llm, "end": {"output": "{ result }"}}}, FakeServices(answer))
+    with pytest.raises(RunError) as caught:
+        run.start()
+    assert caught.value.message.startswith("function main, command llm: the model's ")
+    assert named in caught.value.message
+
+
+@pytest.mark.slow
+def test_through_the_api_bad_text_is_a_422_on_either_backend(
+    token_runtime: Runtime, token_api: Any
+) -> None:
+    from tests.agents.registry_samples import add_user as add_account
+
+    root = add_account(token_runtime, "root@example.com", admin=True)[1]
+    admin = {"Authorization": f"Bearer {root}"}
+    user = {"Authorization": f"Bearer {add_account(token_runtime, 'ann@example.com')[1]}"}
+    raw = '{"name": "demo", "description": "x\\u0000", "functions": {"main": {"end": {}}}}'
+    refused = token_api.put(
+        "/v1/agents/demo", content=raw, headers={**admin, "content-type": "application/json"}
+    )
+    assert refused.status_code == 422
+    assert [p["path"] for p in refused.json()["detail"]["problems"]] == ["$.description"]
+    assert token_api.get("/v1/agents", headers=user).json()["agents"] == []
+    good = doc(functions={"main": {"end": {"output": "{ sys.query }"}}})
+    assert token_api.put("/v1/agents/demo", json=good, headers=admin).status_code == 201
+    for body, field in (
+        ('{"message": "a\\ud800", "agent": "demo", "stream": false}', "message"),
+        ('{"message": "a\\u0000", "agent": "demo", "stream": false}', "message"),
+        ('{"message": "go", "agent": "demo", "stream": false, "inputs": {"\\udc00": 1}}',
+         'inputs["\\udc00"]'),
+    ):
+        answer = token_api.post(
+            "/v1/chat", content=body, headers={**user, "content-type": "application/json"}
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["detail"]["field"] == field

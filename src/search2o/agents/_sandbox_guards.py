@@ -8,9 +8,11 @@ drive them:
 * :class:`_Run`, the state of one evaluation (steps used, deadline, limits). Its bound methods
   are installed into the evaluation's globals: RestrictedPython's ``_getattr_``, ``_getitem_``,
   ``_getiter_``, our ``_s2o_*_`` operator guards (``**``, ``*``, ``<<``, ``+``, ``%``,
-  f-string fields, ``in``, ``*``/``**`` spreading, lambda calls) and the budgeted builtins
-  (``str``, ``list``, ``sorted``, ``range`` ...). Each estimates the size of its result
-  *before* computing it and charges steps for what it iterates, copies or builds.
+  f-string fields, comparisons and chains, hashed keys, ``*``/``**`` spreading, lambda calls)
+  and the budgeted builtins (``str``, ``list``, ``sorted``, ``range`` ...). Each estimates the
+  size of its result *before* computing it and charges steps for what it iterates, copies or
+  builds, and for what a comparison, hash or sort walks (logical sizes and hash groups of
+  :mod:`search2o.agents._sandbox_sizes`).
 * The attribute rules: the read-only methods allowed per builtin type, the mutating methods
   refused with a clear reason, and the pre-checks of str/bytes methods that can build far more
   than their inputs (``ljust``, ``replace``, ``join`` ...).
@@ -18,8 +20,8 @@ drive them:
 * :class:`Namespace`, the read-only view of the caller's values (re-exported by
   :mod:`search2o.agents.expressions`, its public home), since ``_getattr_`` and the size
   estimate treat it specially.
-* :func:`_refuse` / :class:`_RefusedError`: how a guard stops an evaluation; the reason becomes
-  the :class:`~search2o.agents.expressions.ExpressionError`'s reason.
+* :func:`_refuse` / :class:`_RefusedError` (from :mod:`search2o.agents._sandbox_sizes`): how a
+  guard stops an evaluation; the reason becomes the ExpressionError's reason.
 
 The maps :data:`_STATIC_BUILTINS`, :data:`_CONTEXT_BUILTINS` and :data:`_GUARDS` name what an
 evaluation's globals hold; the ``_s2o_*_`` names must match those the policy emits.
@@ -377,9 +379,10 @@ class _Run:
     def hashed(self, key: object) -> None:
         """Charge for inserting ``key`` into a set or dict: its hash, and its hash group."""
         size = self.deep(key)
-        collisions = self.sizes.shares_hash(key, size)
-        if collisions:
-            self.charge(collisions)
+        group = self.sizes.hash_group(key)
+        if group is not None:
+            self.charge(len(group) * size)  # comparing with each key of its group
+            self.sizes.join(group, key)
 
     def scan(self, needle: object, items: Iterable[Any]) -> bool:
         """``needle in items`` item by item, each comparison charged (a deep ``needle``)."""

@@ -182,35 +182,42 @@ class _Sizes:
             del open_[key]
         return memo[id(root)][1]
 
-    def shares_hash(self, key: object, size: int) -> int:
-        """Record ``key`` as hashed; return the comparisons its hash group costs (0: alone).
+    def hash_group(self, key: object) -> list[object] | None:
+        """Return the distinct keys hashed so far that share ``key``'s hash (``None``: none).
 
-        ``size`` is ``key``'s logical size (each comparison with a group member may walk it).
+        Keys whose hash cannot be flooded (a str with hash randomisation, an int below the
+        hash modulus, ``None``) have no group.
 
         Raises:
             TypeError: ``key`` is unhashable (Python's own message).
-            _RefusedError: more than :data:`MAX_SHARED_HASH` distinct keys share its hash.
 
         """
         kind = type(key)
         if kind in _RANDOMISED or key is None:
-            return 0
+            return None
         # An int below the hash modulus is its own hash: no other int shares it (but -1, -2).
         if (kind is int or kind is bool) and -_MODULUS < key < _MODULUS:  # type: ignore[operator]
-            return 0
+            return None
         value = hash(key)
         group = self.groups.get(value)
         if group is None:
             self.groups[value] = [key]
-            return 0
-        if any(seen is key for seen in group):
-            return 0
-        cost = len(group) * size
-        if not any(seen == key for seen in group):
-            group.append(key)
-            if len(group) > MAX_SHARED_HASH:
-                _refuse(
-                    f"more than {MAX_SHARED_HASH} distinct keys share one hash value "
-                    "(hash flooding); use other keys"
-                )
-        return cost
+            return None
+        return group
+
+    @staticmethod
+    def join(group: list[object], key: object) -> None:
+        """Add ``key`` to its hash group unless an equal key is there (charge it first).
+
+        Raises:
+            _RefusedError: more than :data:`MAX_SHARED_HASH` distinct keys share its hash.
+
+        """
+        if any(seen is key for seen in group) or any(seen == key for seen in group):
+            return
+        group.append(key)
+        if len(group) > MAX_SHARED_HASH:
+            _refuse(
+                f"more than {MAX_SHARED_HASH} distinct keys share one hash value "
+                "(hash flooding); use other keys"
+            )

@@ -60,6 +60,7 @@ __all__ = [
     "PromptSpec",
     "check_inputs",
     "parse_definition",
+    "text_problems",
 ]
 
 MAX_DESCRIPTION_CHARS = 2000
@@ -264,7 +265,7 @@ def check_inputs(definition: AgentDefinition, inputs: Mapping[str, Any] | None) 
     return values
 
 
-def _text_problems(value: Any, path: str) -> Iterator[tuple[str, str]]:
+def text_problems(value: Any, path: str) -> Iterator[tuple[str, str]]:
     """Yield ``(path, reason)`` for every key and string holding a NUL or a lone surrogate.
 
     Neither can be stored (PostgreSQL refuses NUL in text and jsonb; no UTF-8 encodes a lone
@@ -280,10 +281,10 @@ def _text_problems(value: Any, path: str) -> Iterator[tuple[str, str]]:
             problem = text_problem(key) if isinstance(key, str) else None
             if problem is not None:
                 yield where, f"the key {problem}"
-            yield from _text_problems(item, where)
+            yield from text_problems(item, where)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _text_problems(item, index_path(path, index))
+            yield from text_problems(item, index_path(path, index))
 
 
 def _value_problem(value: Any, path: str) -> tuple[str, str] | None:
@@ -292,7 +293,7 @@ def _value_problem(value: Any, path: str) -> tuple[str, str] | None:
     Keys must be strings; no key or string may hold a NUL or a lone surrogate; no int may have
     more digits than Python writes as text (it could not be saved or shown).
     """
-    for where, reason in _text_problems(value, path):
+    for where, reason in text_problems(value, path):
         return where, reason
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
@@ -362,7 +363,7 @@ def _check_document(
             "$", f"must be an object with name, description and functions, got {type_name(doc)}"
         )
         return None
-    for path, reason in _text_problems(doc, "$"):
+    for path, reason in text_problems(doc, "$"):
         ctx.add(path, reason)
     if ctx.problems:  # other rules would quote the text in their reasons
         return None

@@ -33,13 +33,14 @@ from typing import Any, Protocol
 
 from search2o.agents._schemas import answer_problem
 from search2o.agents.commands_schema import Command
-from search2o.agents.definition import AgentDefinition
+from search2o.agents.definition import AgentDefinition, text_problems
 from search2o.agents.expressions import Namespace, SandboxLimits, render
 from search2o.errors import InputError, Search2oError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage, Passage
 from search2o.query.citations import CitationRegistry
 from search2o.state.model import ConversationState, StateChanges, check_json
+from search2o.textrules import text_problem
 
 __all__ = [
     "MAX_CALL_DEPTH",
@@ -486,12 +487,17 @@ class Interpreter:
             answer = self.services.llm(command.get("profile"), messages, float(temperature))
         else:
             answer = self.services.llm(command.get("profile"), messages)
+        where = f"function {frame.function}, command {command.key}"
+        # The model's text comes from outside: what no store can keep fails the run here,
+        # not the save (textrules: NUL, lone surrogates).
+        unstorable = text_problem(answer)
+        if unstorable is not None:
+            raise RunError(f"{where}: the model's answer {unstorable}", frame.function, command.key)
         exchange.append({"role": "assistant", "content": answer})
         self.effects.state.append_prompt(key[0], key[2], exchange, agent=key[1])
         schema = command.get("schema")
         if schema is None:
             return answer
-        where = f"function {frame.function}, command {command.key}"
         try:
             parsed = json.loads(_strip_fence(answer))
         except ValueError:
@@ -500,6 +506,8 @@ class Interpreter:
                 frame.function,
                 command.key,
             ) from None
+        for at, reason in text_problems(parsed, "answer"):  # JSON escapes such as \ud800
+            raise RunError(f"{where}: the model's {at} {reason}", frame.function, command.key)
         problem = answer_problem(schema, parsed)
         if problem is not None:
             raise RunError(f"{where}: the model's answer {problem}", frame.function, command.key)
