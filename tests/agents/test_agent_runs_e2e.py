@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from search2o.runtime import Runtime
 from tests.agents.registry_samples import add_user
 from tests.agents.test_runner import TRAVEL
+from tests.agents.test_sandbox_costs import nested_list, nested_tuple
 from tests.test_cli import Cli, out
 
 pytestmark = pytest.mark.slow
@@ -88,7 +90,15 @@ ESCAPES = {
     "huge_int": "10**10**10",
     "huge_text": "'x'*10**10",
     "nested_loops": "[1 for a in range(10**4) for b in range(10**4)]",
+    # one C call over 10**10 shared nodes, or a set of ints that all hash alike
+    "deep_compare": f"{nested_list(10)} == {nested_list(10)}",
+    "deep_hash": f"{{{nested_tuple(10)}}}",
+    "deep_sort": f"sorted([{nested_tuple(10)}, {nested_tuple(10)}])",
+    "hash_flood": "len(set([k * 2305843009213693951 for k in range(40000)]))",
 }
+# While the attacks run, the server answers other requests at once (the slowest of 20 health
+# checks, generously bounded for a shared machine; one attack used to hold it for minutes).
+HEALTH_SECONDS = 10.0
 
 
 def test_sandbox_escapes_fail_clearly_while_the_server_keeps_serving(
@@ -127,10 +137,15 @@ def test_sandbox_escapes_fail_clearly_while_the_server_keeps_serving(
             "/v1/chat", json={"message": "go", "agent": name, "stream": False}, headers=user
         )
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    def health() -> float:
+        start = time.perf_counter()
+        assert token_api.get("/v1/health").status_code == 200
+        return time.perf_counter() - start
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
         attacks = {name: pool.submit(attack, name) for name in [*ESCAPES, "recursive"]}
-        health = [pool.submit(token_api.get, "/v1/health") for _ in range(20)]
-        assert all(f.result().status_code == 200 for f in health)
+        checks = [pool.submit(health) for _ in range(20)]
+        assert max(f.result() for f in checks) < HEALTH_SECONDS
         reasons = {name: f.result() for name, f in attacks.items()}
     for name, response in reasons.items():
         assert response.status_code == 422, (name, response.text)
@@ -138,6 +153,9 @@ def test_sandbox_escapes_fail_clearly_while_the_server_keeps_serving(
         assert "function main" in message or "call depth" in message, message
     assert "name 'open' is not defined" in reasons["open_file"].json()["detail"]["message"]
     assert "call depth exceeds 32" in reasons["recursive"].json()["detail"]["message"]
+    for name in ("deep_compare", "deep_hash", "deep_sort"):
+        assert "too many steps" in reasons[name].json()["detail"]["message"]
+    assert "hash flooding" in reasons["hash_flood"].json()["detail"]["message"]
 
 
 def test_inputs_are_checked_and_reach_the_run(

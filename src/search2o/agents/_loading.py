@@ -10,6 +10,7 @@ nothing ``safe_load`` would not.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -30,6 +31,10 @@ __all__ = [
 
 MAX_VALUES = 100_000
 MAX_DEPTH = 64
+_LONG_NUMBER = (
+    f"holds a number of more than {sys.get_int_max_str_digits()} digits, "
+    "more than Python reads from text"
+)
 
 
 class SourceError(ValueError):
@@ -49,7 +54,8 @@ def load_source(data: str | bytes, fmt: str | None) -> tuple[Any, dict[int, list
         reports them).
 
     Raises:
-        SourceError: not UTF-8, empty, or malformed (the reason names line and column).
+        SourceError: not UTF-8, empty, or malformed (the reason names line and column), or
+            holding an integer of more digits than Python reads (4300 by default).
         InputError: ``fmt`` is not ``json``, ``yaml`` or ``None`` (field ``format``).
 
     """
@@ -75,6 +81,8 @@ def load_source(data: str | bytes, fmt: str | None) -> tuple[Any, dict[int, list
             raise SourceError(f"is nested more than {MAX_DEPTH} levels deep") from exc
         except json.JSONDecodeError as exc:
             json_problem = f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        except ValueError as exc:  # an int beyond Python's digit limit
+            raise SourceError(_LONG_NUMBER) from exc
         if fmt == "json":
             raise SourceError(json_problem)
     looks_json = bool(json_problem) and text.lstrip()[:1] in ("{", "[")
@@ -87,6 +95,8 @@ def load_source(data: str | bytes, fmt: str | None) -> tuple[Any, dict[int, list
         raise SourceError(_yaml_problem(exc)) from exc
     except RecursionError as exc:
         raise SourceError(f"is nested more than {MAX_DEPTH} levels deep") from exc
+    except ValueError as exc:  # an int beyond Python's digit limit
+        raise SourceError(_LONG_NUMBER) from exc
     finally:
         loader.dispose()
     if looks_json and not isinstance(document, dict):

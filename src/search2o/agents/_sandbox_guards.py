@@ -8,9 +8,11 @@ drive them:
 * :class:`_Run`, the state of one evaluation (steps used, deadline, limits). Its bound methods
   are installed into the evaluation's globals: RestrictedPython's ``_getattr_``, ``_getitem_``,
   ``_getiter_``, our ``_s2o_*_`` operator guards (``**``, ``*``, ``<<``, ``+``, ``%``,
-  f-string fields, ``in``, ``*``/``**`` spreading, lambda calls) and the budgeted builtins
-  (``str``, ``list``, ``sorted``, ``range`` ...). Each estimates the size of its result
-  *before* computing it and charges steps for what it iterates, copies or builds.
+  f-string fields, comparisons and chains, hashed keys, ``*``/``**`` spreading, lambda calls)
+  and the budgeted builtins (``str``, ``list``, ``sorted``, ``range`` ...). Each estimates the
+  size of its result *before* computing it and charges steps for what it iterates, copies or
+  builds, and for what a comparison, hash or sort walks (logical sizes and hash groups of
+  :mod:`search2o.agents._sandbox_sizes`).
 * The attribute rules: the read-only methods allowed per builtin type, the mutating methods
   refused with a clear reason, and the pre-checks of str/bytes methods that can build far more
   than their inputs (``ljust``, ``replace``, ``join`` ...).
@@ -18,8 +20,8 @@ drive them:
 * :class:`Namespace`, the read-only view of the caller's values (re-exported by
   :mod:`search2o.agents.expressions`, its public home), since ``_getattr_`` and the size
   estimate treat it specially.
-* :func:`_refuse` / :class:`_RefusedError`: how a guard stops an evaluation; the reason becomes
-  the :class:`~search2o.agents.expressions.ExpressionError`'s reason.
+* :func:`_refuse` / :class:`_RefusedError` (from :mod:`search2o.agents._sandbox_sizes`): how a
+  guard stops an evaluation; the reason becomes the ExpressionError's reason.
 
 The maps :data:`_STATIC_BUILTINS`, :data:`_CONTEXT_BUILTINS` and :data:`_GUARDS` name what an
 evaluation's globals hold; the ``_s2o_*_`` names must match those the policy emits.
@@ -28,33 +30,20 @@ evaluation's globals hold; the ``_s2o_*_`` names must match those the policy emi
 from __future__ import annotations
 
 import math
+import operator
 import re
 import reprlib
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 from RestrictedPython.Guards import full_write_guard, guarded_iter_unpack_sequence
 
+from search2o.agents._sandbox_sizes import _check_int_text, _refuse, _Sizes
+
 # How often (in iteration steps) the wall clock is read while a comprehension runs.
 _CLOCK_EVERY = 1000
-
-
-# --------------------------------------------------------------------------------------------
-# Refusal
-
-
-class _RefusedError(Exception):
-    """Raised inside a sandboxed evaluation; its reason becomes the ExpressionError's reason."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _refuse(reason: str) -> NoReturn:
-    raise _RefusedError(reason)
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,7 +137,8 @@ def _text_size(value: object, limit: int, *, data_only: bool = False) -> int:
     """Estimate the length of ``value`` as JSON text, stopping once it passes ``limit``.
 
     Containers are walked without rendering them, so a list holding one big string 50,000 times
-    is measured in microseconds, not built. With ``data_only``, functions and iterators (which
+    is measured in microseconds, not built. An int too long to be written as text is refused
+    (``_sandbox_sizes._int_text_problem``). With ``data_only``, functions and iterators (which
     would keep a finished evaluation's guards alive) are refused.
     """
     total = 0
@@ -161,6 +151,7 @@ def _text_size(value: object, limit: int, *, data_only: bool = False) -> int:
         elif item is None or kind is bool:
             total += 5
         elif kind is int:
+            _check_int_text(item)  # type: ignore[arg-type]
             total += item.bit_length() // 3 + 2  # type: ignore[attr-defined]
         elif kind is float:
             total += len(repr(item))
@@ -197,10 +188,13 @@ _short_repr.maxother = 80
 def _describe(exc: BaseException) -> str:
     """Return ``"KeyError: 'x'"`` style text for an exception, bounded in length."""
     name = type(exc).__name__
-    if isinstance(exc, KeyError) and len(exc.args) == 1:
-        detail = _short_repr.repr(exc.args[0])
-    else:
-        detail = str(exc)
+    try:
+        if isinstance(exc, KeyError) and len(exc.args) == 1:
+            detail = _short_repr.repr(exc.args[0])
+        else:
+            detail = str(exc)
+    except ValueError:  # e.g. a KeyError of an int too long to be written as text
+        detail = ""
     if len(detail) > 300:
         detail = detail[:297] + "..."
     return f"{name}: {detail}" if detail else name
@@ -263,6 +257,20 @@ _READ_ONLY = "values are read-only in expressions; build a new one instead"
 _CHEAP_METHODS = frozenset({"endswith", "get", "items", "keys", "startswith", "values"})
 # Containers whose ``in`` is a hash lookup, not a scan.
 _HASHED: frozenset[type] = frozenset({dict, set, frozenset, type({}.keys()), type({}.items())})
+# Operands that make ``|``, ``&``, ``-``, ``^`` a set operation (hashing the other operand).
+_SET_LIKE: frozenset[type] = frozenset({set, frozenset, type({}.keys()), type({}.items())})
+_TEXTS = (str, bytes, bytearray)
+# ``Compare`` operators by the AST class name the policy passes (``a < b`` -> "Lt").
+_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "Eq": operator.eq,
+    "NotEq": operator.ne,
+    "Lt": operator.lt,
+    "LtE": operator.le,
+    "Gt": operator.gt,
+    "GtE": operator.ge,
+    "Is": operator.is_,
+    "IsNot": operator.is_not,
+}
 
 # Width and precision in a format spec, and in a printf-style conversion of ``%``.
 _DIGITS = re.compile(r"\d+")
@@ -292,6 +300,7 @@ class _Run:
         "max_seconds",
         "max_steps",
         "next_check",
+        "sizes",
         "steps",
     )
 
@@ -305,6 +314,7 @@ class _Run:
         self.steps = 0
         self.next_check = min(_CLOCK_EVERY, self.max_steps + 1)
         self.deadline = time.perf_counter() + max_seconds
+        self.sizes = _Sizes(max_steps + 1)
 
     # -- budget ------------------------------------------------------------------------------
 
@@ -339,7 +349,13 @@ class _Run:
         self.charge(size)
 
     def check_render(self, value: object) -> None:
-        """Refuse to turn a container into text when the text would exceed the limit."""
+        """Refuse to turn a value into text when the text would exceed the limit.
+
+        An int too long to be written as text is refused too (Python would raise).
+        """
+        if type(value) is int:
+            _check_int_text(value)  # type: ignore[arg-type]
+            return
         if type(value) in _SCALARS:
             return
         size = _text_size(value, self.max_chars)
@@ -349,6 +365,35 @@ class _Run:
                 f"max_result_chars={self.max_chars} characters"
             )
         self.charge(size)
+
+    def deep(self, value: object) -> int:
+        """Charge the logical size of ``value`` (a hash or comparison walks it); return it.
+
+        One node (a scalar, a short str) is free: such work is O(1).
+        """
+        size = self.sizes.logical(value)
+        if size > 1:
+            self.charge(size)
+        return size
+
+    def hashed(self, key: object) -> None:
+        """Charge for inserting ``key`` into a set or dict: its hash, and its hash group."""
+        size = self.deep(key)
+        group = self.sizes.hash_group(key)
+        if group is not None:
+            self.charge(len(group) * size)  # comparing with each key of its group
+            self.sizes.join(group, key)
+
+    def scan(self, needle: object, items: Iterable[Any]) -> bool:
+        """``needle in items`` item by item, each comparison charged (a deep ``needle``)."""
+        size = self.sizes.logical(needle)
+        for item in items:
+            cost = min(size, self.sizes.logical(item))
+            if cost > 1:
+                self.charge(cost)
+            if item is needle or item == needle:
+                return True
+        return False
 
     def check_width(self, digits: str, what: str) -> None:
         if len(digits) > len(str(self.max_chars)) or int(digits) > self.max_chars:
@@ -368,7 +413,12 @@ class _Run:
             yield item
 
     def getitem(self, ob: Any, index: object) -> object:
-        """``_getitem_``: ``ob[index]``; a slice is a copy and is charged its length."""
+        """``_getitem_``: ``ob[index]``; a slice is a copy and is charged its length.
+
+        A key is hashed (and compared): charged its logical size.
+        """
+        if type(index) is not slice:
+            self.deep(index)
         value = ob[index]
         if type(index) is slice:
             self.charge(_length(value))
@@ -412,11 +462,89 @@ class _Run:
 
         return call
 
-    def searched(self, container: Any) -> Any:
-        """``_s2o_in_``: ``x in container`` scans a sequence; charge its length."""
-        if type(container) not in _HASHED and not isinstance(container, Namespace):
+    def compare(self, op: str, a: Any, b: Any) -> Any:
+        """``_s2o_compare_``: ``a <op> b`` for one ``Compare`` operator (AST class name).
+
+        ``==``, ``<`` ... recurse into containers in one C call: charged the logical size of
+        the smaller side (at most that many pairs of nodes are compared). ``in`` is
+        :meth:`contains`; ``is`` is free.
+        """
+        if op == "In":
+            return self.contains(b, a)
+        if op == "NotIn":
+            return not self.contains(b, a)
+        if op != "Is" and op != "IsNot":
+            cost = min(self.sizes.logical(a), self.sizes.logical(b))
+            if cost > 1:
+                self.charge(cost)
+        return _COMPARISONS[op](a, b)
+
+    def chain(self, ops: tuple[str, ...], left: Any, right: Any, *later: Callable[[], Any]) -> Any:
+        """``_s2o_chain_``: ``a < b < c`` as Python runs it: ``a < b and b < c``.
+
+        Each operand is evaluated once, in order; ``later`` are the operands after the
+        second, as functions, so a false comparison stops before they are evaluated.
+        """
+        result = self.compare(ops[0], left, right)
+        for op, operand in zip(ops[1:], later, strict=True):
+            if not result:
+                return result
+            left, right = right, operand()
+            result = self.compare(op, left, right)
+        return result
+
+    def contains(self, container: Any, needle: Any) -> bool:
+        """``needle in container``, charged what it costs.
+
+        A str scan costs its length; a hash lookup (dict, set, a namespace) the logical size
+        of ``needle``; a sequence scan its length, and item by item the comparisons when
+        ``needle`` is more than one node.
+        """
+        kind = type(container)
+        if kind in _HASHED or isinstance(container, Namespace):
+            self.deep(needle)
+            return needle in container
+        if kind in _TEXTS or kind is range or self.sizes.logical(needle) <= 1:
             self.charge(_length(container))
-        return container
+            return needle in container
+        self.charge(_length(container))
+        return self.scan(needle, container)
+
+    def key(self, value: Any) -> Any:
+        """``_s2o_key_``: a key of a dict or set display or comprehension, hashed."""
+        self.hashed(value)
+        return value
+
+    def keys(self, value: Any) -> Any:
+        """``_s2o_keys_``: ``{*items}`` / ``{**mapping}`` in a display: every key hashed."""
+        if isinstance(value, Mapping):
+            self.charge(len(value))
+            for key in value:
+                self.hashed(key)
+            return value
+        items = self._hashed_items(value)
+        return items
+
+    def _hashed_items(self, iterable: Any) -> list[Any]:
+        self._consume(iterable)
+        items = list(iterable)
+        for item in items:
+            self.hashed(item)
+        return items
+
+    def _set_operands(self, a: Any, b: Any) -> None:
+        """Charge a set operation: set operands their logical size, others each item hashed."""
+        kinds = (type(a), type(b))
+        if not any(kind in _SET_LIKE for kind in kinds):
+            return
+        # A dict view takes any iterable as its other operand; sets take sets only.
+        views = any(kind in _SET_LIKE and kind not in (set, frozenset) for kind in kinds)
+        for operand in (a, b):
+            if type(operand) in (set, frozenset):
+                self.deep(operand)
+            elif views and isinstance(operand, Iterable):
+                for item in operand:
+                    self.hashed(item)
 
     def spread(self, value: Any) -> Any:
         """``_s2o_spread_``: ``*value`` / ``**value`` copies; charge its length."""
@@ -483,19 +611,23 @@ class _Run:
         return result
 
     def sub(self, a: Any, b: Any) -> Any:
-        """``_s2o_sub_``: ``a - b``; a set result is charged its size."""
+        """``_s2o_sub_``: ``a - b``; a set operation is charged its operands and result."""
+        self._set_operands(a, b)
         return self._charged(a - b)
 
     def bitor(self, a: Any, b: Any) -> Any:
-        """``_s2o_or_``: ``a | b``; a set or dict result is charged its size."""
+        """``_s2o_or_``: ``a | b``; a set operation or dict merge is charged as ``-``."""
+        self._set_operands(a, b)
         return self._charged(a | b)
 
     def bitand(self, a: Any, b: Any) -> Any:
-        """``_s2o_and_``: ``a & b``; a set result is charged its size."""
+        """``_s2o_and_``: ``a & b``; a set operation is charged as ``-``."""
+        self._set_operands(a, b)
         return self._charged(a & b)
 
     def bitxor(self, a: Any, b: Any) -> Any:
-        """``_s2o_xor_``: ``a ^ b``; a set result is charged its size."""
+        """``_s2o_xor_``: ``a ^ b``; a set operation is charged as ``-``."""
+        self._set_operands(a, b)
         return self._charged(a ^ b)
 
     def _charged(self, value: Any) -> Any:
@@ -564,33 +696,79 @@ class _Run:
         return tuple(*args)
 
     def set_(self, *args: Any) -> set[Any]:
-        """Return ``set(...)``, charged the length of its input."""
-        if args:
-            self._consume(args[0])
-        return set(*args)
+        """Return ``set(...)``, charged the length of its input and each item's hash."""
+        if not args:
+            return set()
+        if len(args) > 1:
+            return set(*args)  # Python's own TypeError
+        return set(self._hashed_items(args[0]))
 
     def dict_(self, *args: Any, **kwargs: Any) -> dict[Any, Any]:
-        """Return ``dict(...)``, charged the length of its input."""
-        if args:
-            self._consume(args[0])
-        return dict(*args, **kwargs)
+        """Return ``dict(...)``, charged the length of its input and, from pairs, each key's hash.
+
+        A mapping is copied with the hashes it holds, so only its length is charged.
+        """
+        if len(args) != 1:
+            return dict(*args, **kwargs)
+        source = args[0]
+        self._consume(source)
+        if isinstance(source, Mapping):
+            return dict(source, **kwargs)
+        pairs = [tuple(pair) for pair in source]
+        for pair in pairs:
+            if len(pair) == 2:
+                self.hashed(pair[0])
+        return dict(pairs, **kwargs)
 
     def sorted_(self, iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list[Any]:
-        """Return ``sorted(...)``, charged the length of its input."""
+        """Return ``sorted(...)``, charged its input's length and each comparison of items.
+
+        Items (or their keys) of more than one node are compared through :class:`_Ordered`,
+        which charges each comparison the logical size of its smaller side: a sort makes
+        about ``n log2 n`` of them, however the items share their parts.
+        """
         self._consume(iterable)
-        return sorted(iterable, key=key, reverse=reverse)
+        items = list(iterable)
+        keys = items if key is None else [key(item) for item in items]
+        if any(self.sizes.logical(k) > 1 for k in keys):
+            keys = [_Ordered(self, k) for k in keys]
+        elif key is None:
+            return sorted(items, reverse=reverse)
+        # Sorting the positions by key is what sorted(items, key=...) does, stability included.
+        order = sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
+        return [items[i] for i in order]
 
     def min_(self, *args: Any, **kwargs: Any) -> Any:
-        """Return ``min(...)``, charged the length of its input."""
-        if len(args) == 1:
-            self._consume(args[0])
-        return min(*args, **kwargs)
+        """Return ``min(...)``, charged its input's length and the comparisons (see ``max``)."""
+        return self._extreme(min, args, kwargs)
 
     def max_(self, *args: Any, **kwargs: Any) -> Any:
-        """Return ``max(...)``, charged the length of its input."""
+        """Return ``max(...)``, charged its input's length and the logical size of each item.
+
+        Each item (or key) is compared with the best so far, so the comparisons cost at most
+        the sum of the items' logical sizes.
+        """
+        return self._extreme(max, args, kwargs)
+
+    def _extreme(
+        self, pick: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         if len(args) == 1:
             self._consume(args[0])
-        return max(*args, **kwargs)
+            args = (list(args[0]),)
+        key = kwargs.get("key")
+        if key is None:
+            for item in args[0] if len(args) == 1 else args:
+                self.deep(item)
+        else:
+
+            def charged_key(item: Any) -> Any:
+                found = key(item)
+                self.deep(found)
+                return found
+
+            kwargs = {**kwargs, "key": charged_key}
+        return pick(*args, **kwargs)
 
     def sum_(self, iterable: Any, /, start: Any = 0) -> Any:
         """Return ``sum(...)`` of numbers only (summing lists or strs is quadratic)."""
@@ -675,13 +853,68 @@ def _check_join(
     return (items,)
 
 
+def _check_scan(
+    run: _Run, s: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...]:
+    # list/tuple.count and .index compare their argument with each item.
+    if args and isinstance(s, (list, tuple)) and run.sizes.logical(args[0]) > 1:
+        size = run.sizes.logical(args[0])
+        for item in s:
+            cost = min(size, run.sizes.logical(item))
+            if cost > 1:
+                run.charge(cost)
+    return args
+
+
 def _check_index(
     run: _Run, s: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Any, ...]:
     # list.index and range.index put repr(value) in their ValueError: bound it first.
     if args:
         run.check_render(args[0])
+    return _check_scan(run, s, args, kwargs)
+
+
+def _check_key(
+    run: _Run, s: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...]:
+    # dict.get hashes its key.
+    if args:
+        run.deep(args[0])
     return args
+
+
+def _check_hashes(
+    run: _Run, s: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, ...]:
+    # Set methods hash the items of their arguments (a set's items hold their hashes).
+    checked: list[Any] = []
+    for arg in args:
+        if type(arg) in (set, frozenset):
+            run.deep(arg)
+            checked.append(arg)
+        else:
+            items = list(arg)
+            for item in items:
+                run.hashed(item)
+            checked.append(items)
+    return tuple(checked)
+
+
+class _Ordered:
+    """A sort key whose ``<`` charges its run the logical size of the smaller side."""
+
+    __slots__ = ("run", "value")
+
+    def __init__(self, run: _Run, value: Any) -> None:
+        self.run = run
+        self.value = value
+
+    def __lt__(self, other: _Ordered) -> Any:
+        cost = min(self.run.sizes.logical(self.value), self.run.sizes.logical(other.value))
+        if cost > 1:
+            self.run.charge(cost)
+        return self.value < other.value
 
 
 _PRECHECKS: dict[str, _Precheck] = {
@@ -693,6 +926,20 @@ _PRECHECKS: dict[str, _Precheck] = {
     "replace": _check_replace,
     "join": _check_join,
     "index": _check_index,
+    "count": _check_scan,
+    "get": _check_key,
+    **dict.fromkeys(
+        [
+            "difference",
+            "intersection",
+            "isdisjoint",
+            "issubset",
+            "issuperset",
+            "symmetric_difference",
+            "union",
+        ],
+        _check_hashes,
+    ),
 }
 
 
@@ -740,8 +987,11 @@ _GUARDS: dict[str, str] = {
     "_getiter_": "getiter",
     "_s2o_add_": "add",
     "_s2o_and_": "bitand",
+    "_s2o_chain_": "chain",
+    "_s2o_compare_": "compare",
     "_s2o_format_": "format_",
-    "_s2o_in_": "searched",
+    "_s2o_key_": "key",
+    "_s2o_keys_": "keys",
     "_s2o_lshift_": "lshift",
     "_s2o_mod_": "mod",
     "_s2o_mult_": "mult",

@@ -7,10 +7,12 @@ RestrictedPython's ``compile_restricted_eval`` (https://restrictedpython.readthe
 * refuses names and attributes starting with ``_`` (``__class__``, ``__import__`` ...), the
   names in :data:`_UNAVAILABLE_NAMES` (``print`` ...), ``:=`` and ``yield``; each error is a plain
   reason that becomes the ``ExpressionSyntaxError``'s reason;
-* rewrites the operations that can build something large or iterate into calls of the run-time
-  guards of :mod:`search2o.agents._sandbox_guards`: binary operators (``a ** b`` becomes
-  ``_s2o_pow_(a, b)``), the right side of ``in``, f-string fields, ``*``/``**`` spreading, and
-  the body of every ``lambda`` (one step per call).
+* rewrites the operations that can build something large, iterate, or recurse into containers
+  in one C call into calls of the run-time guards of :mod:`search2o.agents._sandbox_guards`:
+  binary operators (``a ** b`` becomes ``_s2o_pow_(a, b)``), comparisons other than ``is``
+  (``in`` included; a chain keeps Python's order and short-circuit), the keys of dict and set
+  displays and comprehensions (hashed), f-string fields, ``*``/``**`` spreading, and the body
+  of every ``lambda`` (one step per call).
 
 The ``_s2o_*_`` names emitted here must match the keys of ``_sandbox_guards._GUARDS``.
 """
@@ -84,12 +86,55 @@ class _Policy(RestrictingNodeTransformer):
         return _call(guard, [node.left, node.right], node)
 
     def visit_Compare(self, node: ast.Compare) -> Any:  # noqa: N802
-        # a in b -> a in _s2o_in_(b): a scan of b costs len(b) steps.
+        # a < b -> _s2o_compare_('Lt', a, b): comparing, hashing or scanning containers is one
+        # C call the guard charges first. a < b < c -> _s2o_chain_(('Lt', 'Lt'), a, b,
+        # lambda: c): each operand evaluated once, in order, c only if a < b holds.
         node = self.node_contents_visit(node)
-        for i, op in enumerate(node.ops):
-            if isinstance(op, (ast.In, ast.NotIn)):
-                node.comparators[i] = _call("_s2o_in_", [node.comparators[i]], node.comparators[i])
+        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return node
+        ops: list[ast.expr] = [ast.Constant(type(op).__name__) for op in node.ops]
+        first = [node.left, node.comparators[0]]
+        if len(ops) == 1:
+            return _call("_s2o_compare_", [ops[0], *first], node)
+        later: list[ast.expr] = []
+        for operand in node.comparators[1:]:
+            thunk = ast.Lambda(
+                args=ast.arguments(
+                    posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]
+                ),
+                body=operand,
+            )
+            copy_locations(thunk, operand)
+            later.append(thunk)
+        chain = ast.Tuple(elts=ops, ctx=ast.Load())
+        copy_locations(chain, node)
+        return _call("_s2o_chain_", [chain, *first, *later], node)
+
+    def visit_Set(self, node: ast.Set) -> Any:  # noqa: N802
+        # {a, *b} -> {_s2o_key_(a), *_s2o_keys_(b)}: every element is hashed.
+        node = self.node_contents_visit(node)
+        node.elts = [self._hashed(elt) for elt in node.elts]
         return node
+
+    def visit_SetComp(self, node: ast.SetComp) -> Any:  # noqa: N802
+        node = self.node_contents_visit(node)
+        node.elt = self._hashed(node.elt)
+        return node
+
+    def visit_DictComp(self, node: ast.DictComp) -> Any:  # noqa: N802
+        node = self.node_contents_visit(node)
+        node.key = self._hashed(node.key)
+        return node
+
+    @staticmethod
+    def _hashed(elt: ast.expr) -> ast.expr:
+        """Wrap a key in ``_s2o_key_`` (``*items`` in ``_s2o_keys_``); constants hash in O(1)."""
+        if isinstance(elt, ast.Starred):
+            elt.value = _call("_s2o_keys_", [elt.value], elt.value)
+            return elt
+        if isinstance(elt, ast.Constant):
+            return elt
+        return _call("_s2o_key_", [elt], elt)
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:  # noqa: N802
         # f'{value!c:spec}' -> f'{_s2o_format_(value, c, spec)}': the guard checks the spec's
@@ -117,10 +162,13 @@ class _Policy(RestrictingNodeTransformer):
         return node
 
     def visit_Dict(self, node: ast.Dict) -> Any:  # noqa: N802
+        # {k: v, **m} -> {_s2o_key_(k): v, **_s2o_keys_(m)}: every key is hashed.
         node = self.node_contents_visit(node)
         for i, key in enumerate(node.keys):
             if key is None:  # {**mapping}
-                node.values[i] = _call("_s2o_spread_", [node.values[i]], node.values[i])
+                node.values[i] = _call("_s2o_keys_", [node.values[i]], node.values[i])
+            else:
+                node.keys[i] = self._hashed(key)
         return node
 
     def visit_keyword(self, node: ast.keyword) -> Any:

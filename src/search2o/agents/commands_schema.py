@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-import jsonschema
-
+from search2o.agents._sandbox_sizes import _int_text_problem
+from search2o.agents._schemas import schema_problems
 from search2o.agents.expressions import ExpressionSyntaxError, is_dynamic, parse_dynamic
 from search2o.errors import InputError
 from search2o.memory.changes import MAX_STORES_PER_COMMAND, check_agent, check_label
+from search2o.textrules import text_problem
 
 __all__ = [
     "COMMANDS",
@@ -56,11 +57,13 @@ def key_path(path: str, key: object) -> str:
     """Return the JSON path of ``key`` inside the object at ``path``.
 
     ``$.functions`` + ``main`` → ``$.functions.main``; a key that is not an identifier is
-    quoted: ``$.functions.main["memory.store"]``.
+    quoted: ``$.functions.main["memory.store"]``. A key holding a NUL or a lone surrogate is
+    quoted with JSON escapes (``["a\u0000"]``), so the path itself can be stored and sent.
     """
     if isinstance(key, str) and _PATH_IDENT.fullmatch(key):
         return f"{path}.{key}"
-    return f"{path}[{json.dumps(str(key), ensure_ascii=False)}]"
+    text = str(key)
+    return f"{path}[{json.dumps(text, ensure_ascii=text_problem(text) is not None)}]"
 
 
 def index_path(path: str, index: int) -> str:
@@ -184,6 +187,10 @@ def walk_json(ctx: Context, value: Any, path: str, *, dynamic: bool) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             ctx.add(path, f"must be a finite number, got {value}")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        problem = _int_text_problem(value)
+        if problem is not None:
+            ctx.add(path, problem)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             walk_json(ctx, item, index_path(path, index), dynamic=dynamic)
@@ -202,15 +209,26 @@ def _any(ctx: Context, value: Any, path: str) -> Any:
 
 
 def _schema(ctx: Context, value: Any, path: str) -> Any:
-    """Check a JSON Schema against its draft's metaschema (Draft 2020-12 by default)."""
+    """Check a JSON Schema: its draft's metaschema (2020-12 by default) and our rules.
+
+    The rules (:func:`search2o.agents._schemas.schema_problems`): references only inside the
+    schema, nothing fetched, patterns RE2 accepts; each problem at its path.
+    """
     if not isinstance(value, dict):
         ctx.add(path, f"must be a JSON Schema object, got {type_name(value)}")
         return value
+    before = len(ctx.problems)
     walk_json(ctx, value, path, dynamic=False)
-    try:
-        jsonschema.validators.validator_for(value).check_schema(value)
-    except jsonschema.SchemaError as exc:
-        ctx.add(path, f"is not a valid JSON Schema: {exc.message}")
+    if len(ctx.problems) > before:  # not JSON: nothing more to check
+        return value
+    for segments, reason in schema_problems(value):
+        where = path
+        for segment in segments:
+            if isinstance(segment, int):
+                where = index_path(where, segment)
+            else:
+                where = key_path(where, segment)
+        ctx.add(where, reason)
     return value
 
 

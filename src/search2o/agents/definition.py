@@ -28,24 +28,27 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from search2o.agents._loading import SourceError, check_size, duplicate_problems, load_source
+from search2o.agents._sandbox_sizes import _int_text_problem
 from search2o.agents.commands_schema import (
     Command,
     Context,
     check_block,
     check_text,
     ident_problem,
+    index_path,
     key_path,
     type_name,
     walk_json,
 )
 from search2o.errors import InputError
 from search2o.memory.changes import MAX_LABELS_PER_AGENT, check_agent, check_definition_labels
+from search2o.textrules import text_problem
 
 __all__ = [
     "IMPLICIT_PROMPT",
@@ -57,6 +60,7 @@ __all__ = [
     "PromptSpec",
     "check_inputs",
     "parse_definition",
+    "text_problems",
 ]
 
 MAX_DESCRIPTION_CHARS = 2000
@@ -218,8 +222,10 @@ def check_inputs(definition: AgentDefinition, inputs: Mapping[str, Any] | None) 
     is not given is ``None`` in the result, so expressions can always name it.
 
     Raises:
-        InputError: field ``inputs.<name>``: an unknown input, a missing required one, or a
-            value of the wrong type (a boolean is not an integer nor a number).
+        InputError: field ``inputs.<name>`` (or the path inside it, ``inputs.tags[2]``): an
+            unknown input, a missing required one, a value of the wrong type (a boolean is not
+            an integer nor a number), a key or string holding a NUL or a lone surrogate, or an
+            integer of more digits than Python writes as text.
 
     """
     given: Mapping[str, Any] = {} if inputs is None else inputs
@@ -229,10 +235,13 @@ def check_inputs(definition: AgentDefinition, inputs: Mapping[str, Any] | None) 
         )
     declared = ", ".join(definition.inputs) or "none"
     for name in given:
+        field = key_path("inputs", name)
+        if not isinstance(name, str) or text_problem(name) is not None:
+            reason = text_problem(name) if isinstance(name, str) else None
+            raise InputError(field, f"the input name {reason or 'must be a string'}")
         if name not in definition.inputs:
             raise InputError(
-                f"inputs.{name}",
-                f"unknown input of agent {definition.name!r}; inputs are: {declared}",
+                field, f"unknown input of agent {definition.name!r}; inputs are: {declared}"
             )
     values: dict[str, Any] = {}
     for name, spec in definition.inputs.items():
@@ -241,6 +250,9 @@ def check_inputs(definition: AgentDefinition, inputs: Mapping[str, Any] | None) 
             problem = _type_problem(spec.type, value)
             if problem is not None:
                 raise InputError(f"inputs.{name}", problem)
+            found = _value_problem(value, f"inputs.{name}")
+            if found is not None:
+                raise InputError(*found)
             values[name] = value
         elif spec.default is not None:
             values[name] = copy.deepcopy(spec.default)
@@ -251,6 +263,53 @@ def check_inputs(definition: AgentDefinition, inputs: Mapping[str, Any] | None) 
         else:
             values[name] = None
     return values
+
+
+def text_problems(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Yield ``(path, reason)`` for every key and string holding a NUL or a lone surrogate.
+
+    Neither can be stored (PostgreSQL refuses NUL in text and jsonb; no UTF-8 encodes a lone
+    surrogate), see :mod:`search2o.textrules`.
+    """
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem is not None:
+            yield path, problem
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            where = key_path(path, key)
+            problem = text_problem(key) if isinstance(key, str) else None
+            if problem is not None:
+                yield where, f"the key {problem}"
+            yield from text_problems(item, where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from text_problems(item, index_path(path, index))
+
+
+def _value_problem(value: Any, path: str) -> tuple[str, str] | None:
+    """Return where and why a run's input value cannot be kept, or ``None``.
+
+    Keys must be strings; no key or string may hold a NUL or a lone surrogate; no int may have
+    more digits than Python writes as text (it could not be saved or shown).
+    """
+    for where, reason in text_problems(value, path):
+        return where, reason
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return where, f"keys must be strings, got {type_name(key)}"
+                stack.append((inner, key_path(where, key)))
+        elif isinstance(item, list):
+            stack.extend((inner, index_path(where, i)) for i, inner in enumerate(item))
+        elif isinstance(item, int) and not isinstance(item, bool):
+            problem = _int_text_problem(item)
+            if problem is not None:
+                return where, problem
+    return None
 
 
 def _type_problem(kind: str, value: Any) -> str | None:
@@ -303,6 +362,10 @@ def _check_document(
         ctx.add(
             "$", f"must be an object with name, description and functions, got {type_name(doc)}"
         )
+        return None
+    for path, reason in text_problems(doc, "$"):
+        ctx.add(path, reason)
+    if ctx.problems:  # other rules would quote the text in their reasons
         return None
     for path, reason in duplicate_problems(doc, duplicates):
         ctx.add(path, reason)

@@ -42,15 +42,37 @@ What it refuses, and why
       through ``_getiter_`` (comprehensions, unpacking), the length of its input for builtins
       and methods, the size of what it built for the guards. The wall clock is checked whenever
       steps are charged in bulk and every 1000 iteration steps.
+    * Operations that recurse into containers in one C call are charged the *logical size* of
+      what they walk before they run: a value built by repetition shares its parts (``[x] *
+      10`` holds ``x`` ten times), so ten levels of it cost 100 steps to build but 10**10
+      nodes to compare. The logical size counts a node once per reference, is computed over
+      the distinct objects only and memoised per evaluation (``_sandbox_sizes``). Charged so:
+      comparisons other than ``is`` (the smaller side; chains keep Python's order and
+      short-circuit), hashing a key (dict and set displays and comprehensions, ``set()``,
+      ``dict()`` from pairs, set methods and operators, ``in`` on a dict or set, indexing,
+      ``dict.get``), ``in`` on a sequence (its length, and each comparison for a needle of
+      more than one node), ``sorted``/``min``/``max`` (each comparison, about ``n log2 n`` for
+      a sort) and ``list``/``tuple`` ``count``/``index``. A str counts one node per 64
+      characters. CPython does not randomise the hash of ints, floats and tuples, so more
+      than 64 distinct keys of one evaluation sharing a hash value are refused (hash
+      flooding). An int of more than 4300 digits (Python's limit on int to text conversion)
+      is refused where it would become text and as a result.
 
 What remains outside the bounds
-    A C-level operation that neither builds nor is charged (``==`` or ``<`` on big containers,
-    ``hash`` of a big tuple) costs up to ``O(max_steps)`` per call; with the clock checked every
-    1000 steps a loop of them can overrun ``max_seconds`` by roughly 1000 such calls (``in`` is
-    charged the length it scans). Objects from the caller's ``names`` are trusted: they should
-    be JSON-like values and :class:`Namespace` objects, and since methods that mutate are
-    refused, the caller's values cannot be changed (passing copies is still the simplest way
-    to be sure).
+    Each C-level operation is bounded by the steps it is charged, and at most ``max_steps``
+    can be charged, so one evaluation does at most about ``max_steps`` units of C work between
+    two reads of the clock; a loop of operations is stopped by the step budget or the clock
+    (read every 1000 iteration steps, so it can overrun ``max_seconds`` by up to 1000 loop
+    iterations of bounded work). The charges are upper bounds of the worst case, not
+    measurements: comparing two long equal lists costs their size even when Python's identity
+    shortcut would make it instant, and a str is charged by length although its hash is
+    cached. Work that is linear in a str and not charged by node (``str.find`` on a short
+    needle, ``str.count``) costs at most ``max_result_chars`` times a small constant per call.
+    Lookups in a dict or set cost at most 64 colliding probes. Objects from the caller's
+    ``names`` are trusted: they should be JSON-like values and :class:`Namespace` objects
+    (JSON objects have str keys, whose hashes CPython randomises), and since methods that
+    mutate are refused, the caller's values cannot be changed (passing copies is still the
+    simplest way to be sure).
 
 Where the code is
     This module is the public API: the errors, :class:`SandboxLimits`, :class:`Namespace`,
@@ -77,12 +99,11 @@ from search2o.agents._sandbox_guards import (
     _STATIC_BUILTINS,
     Namespace,
     _describe,
-    _refuse,
-    _RefusedError,
     _Run,
     _text_size,
 )
 from search2o.agents._sandbox_policy import _Policy
+from search2o.agents._sandbox_sizes import _refuse, _RefusedError
 from search2o.errors import Search2oError
 
 __all__ = [
@@ -150,7 +171,8 @@ class SandboxLimits:
 
     Attributes:
         max_steps: budget of steps: one per item iterated through ``_getiter_``, plus the size
-            of what guarded operations copy or build (characters, items).
+            of what guarded operations copy or build (characters, items), plus the logical
+            size of what comparisons, hashes and sorts walk (nodes, a shared one per reference).
         max_seconds: wall clock per evaluation, checked whenever steps are charged in bulk and
             every 1000 iteration steps.
         max_result_chars: size of the value produced (``len`` of a str; for containers, about
@@ -262,6 +284,8 @@ class Expression:
                         f"the result has {len(value)} characters, "
                         f"more than max_result_chars={run.max_chars}"
                     )
+            elif type(value) is int:
+                run.check_render(value)
             elif (
                 type(value) not in _SCALARS
                 and _text_size(value, run.max_chars, data_only=True) > run.max_chars

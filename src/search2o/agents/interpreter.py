@@ -31,16 +31,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import jsonschema
-
+from search2o.agents._schemas import answer_problem
 from search2o.agents.commands_schema import Command
-from search2o.agents.definition import AgentDefinition
+from search2o.agents.definition import AgentDefinition, text_problems
 from search2o.agents.expressions import Namespace, SandboxLimits, render
 from search2o.errors import InputError, Search2oError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage, Passage
 from search2o.query.citations import CitationRegistry
 from search2o.state.model import ConversationState, StateChanges, check_json
+from search2o.textrules import text_problem
 
 __all__ = [
     "MAX_CALL_DEPTH",
@@ -375,11 +375,12 @@ class Interpreter:
         """Return ``value`` as plain JSON of bounded size, or fail naming ``field_name``.
 
         Raises:
-            InputError: not JSON (a namespace, a set, bytes, NaN ...), or too large.
+            InputError: not JSON (a namespace, a set, bytes, NaN ...), too large, or holding
+                an int of more digits than Python writes as text.
 
         """
         checked = check_json(value, field_name)
-        size = len(json.dumps(checked, ensure_ascii=False))
+        size = len(_json_text(checked, field_name))
         limit = self.context.run_limits.max_value_chars
         if size > limit:
             raise InputError(field_name, f"is {size} characters as JSON; at most {limit}")
@@ -405,7 +406,7 @@ class Interpreter:
         rendered = self._eval(frame, value)
         if isinstance(rendered, str):
             return rendered
-        return json.dumps(rendered, ensure_ascii=False, default=str)
+        return _json_text(rendered, field_name, default=str)
 
     # --- the commands -------------------------------------------------------------------------
 
@@ -462,12 +463,16 @@ class Interpreter:
         ]
         passages = self._passages(self._eval(frame, command.get("passages")))
         arguments: dict[str, Any] = {"profile": command.get("profile"), "prompt": key[2]}
+        exchange: list[dict[str, Any]] = []
+        if not messages or messages[-1].role != "user":
+            # Nothing is asked yet (no history, or it ends with the model's answer): the
+            # user's message is the question, and it joins the history with the answer.
+            messages.append(ChatMessage("user", self.context.query))
+            exchange.append({"role": "user", "content": self.context.query})
         if passages is not None:  # the sources go with the question (ChatMessage.passages)
-            if not messages or messages[-1].role != "user":
-                messages.append(ChatMessage("user", self.context.query))
             messages[-1] = ChatMessage("user", messages[-1].content, passages=passages)
             arguments["passages"] = [p.number for p in passages]
-        if command.get("schema") is not None and messages and messages[-1].role == "user":
+        if command.get("schema") is not None:
             wanted = json.dumps(command.get("schema"), ensure_ascii=False)
             last = messages[-1]
             messages[-1] = ChatMessage(
@@ -482,13 +487,17 @@ class Interpreter:
             answer = self.services.llm(command.get("profile"), messages, float(temperature))
         else:
             answer = self.services.llm(command.get("profile"), messages)
-        self.effects.state.append_prompt(
-            key[0], key[2], [{"role": "assistant", "content": answer}], agent=key[1]
-        )
+        where = f"function {frame.function}, command {command.key}"
+        # The model's text comes from outside: what no store can keep fails the run here,
+        # not the save (textrules: NUL, lone surrogates).
+        unstorable = text_problem(answer)
+        if unstorable is not None:
+            raise RunError(f"{where}: the model's answer {unstorable}", frame.function, command.key)
+        exchange.append({"role": "assistant", "content": answer})
+        self.effects.state.append_prompt(key[0], key[2], exchange, agent=key[1])
         schema = command.get("schema")
         if schema is None:
             return answer
-        where = f"function {frame.function}, command {command.key}"
         try:
             parsed = json.loads(_strip_fence(answer))
         except ValueError:
@@ -497,16 +506,11 @@ class Interpreter:
                 frame.function,
                 command.key,
             ) from None
-        problem = jsonschema.exceptions.best_match(
-            jsonschema.validators.validator_for(schema)(schema).iter_errors(parsed)
-        )
+        for at, reason in text_problems(parsed, "answer"):  # JSON escapes such as \ud800
+            raise RunError(f"{where}: the model's {at} {reason}", frame.function, command.key)
+        problem = answer_problem(schema, parsed)
         if problem is not None:
-            at = "/".join(map(str, problem.absolute_path)) or "the top"
-            raise RunError(
-                f"{where}: the model's answer does not match the schema at {at}: {problem.message}",
-                frame.function,
-                command.key,
-            )
+            raise RunError(f"{where}: the model's answer {problem}", frame.function, command.key)
         return parsed
 
     def _do_search(self, step: _Step) -> Any:
@@ -713,11 +717,24 @@ def _strip_fence(text: str) -> str:
     return stripped
 
 
+def _json_text(value: Any, field_name: str, default: Callable[[Any], Any] | None = None) -> str:
+    """``json.dumps`` of a value, or an InputError naming the field when it cannot be text."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=default)
+    except ValueError as exc:  # an int of more digits than Python writes as text
+        raise InputError(
+            field_name, "holds an integer of more digits than can be written as text or JSON"
+        ) from exc
+
+
 def _short(value: Any) -> Any:
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
-        return repr(value)[:MAX_TRACE_CHARS]
+        try:
+            return repr(value)[:MAX_TRACE_CHARS]
+        except ValueError:
+            return f"({type(value).__name__} that cannot be shown as text)"
     if len(text) <= MAX_TRACE_CHARS:
         return value
     return text[:MAX_TRACE_CHARS] + f"... ({len(text)} characters)"

@@ -49,7 +49,7 @@ from search2o.agents.interpreter import (
 )
 from search2o.config import Settings
 from search2o.crypto.vault import Vault
-from search2o.errors import ConflictError, InputError, Search2oError
+from search2o.errors import ConflictError, Search2oError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.memory.changes import MemoryChanges
 from search2o.memory.store import MemoryStore
@@ -67,6 +67,7 @@ from search2o.state import StateStore
 from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges
 from search2o.storage.db import Database
 from search2o.storage.models import Message
+from search2o.textrules import check_text
 
 __all__ = ["AgentRunner", "PreparedRun"]
 
@@ -136,16 +137,19 @@ class AgentRunner:
         """Validate a run request without writing anything.
 
         Raises:
-            InputError: an empty or too long message (field ``message``), bad ``inputs``.
+            InputError: field ``message``: empty, longer than ``chat.max_message_chars``, or
+                holding a NUL or a lone surrogate (:func:`search2o.textrules.check_text`, as a
+                chat turn); bad ``inputs`` (field ``inputs.<name>``, see
+                :func:`~search2o.agents.definition.check_inputs`).
             NotFoundError: ``conversation_id`` is missing or another user's.
 
         """
-        text = message.strip() if isinstance(message, str) else ""
-        if not text:
-            raise InputError("message", "must not be empty")
-        limit = self._settings.chat.max_message_chars
-        if len(text) > limit:
-            raise InputError("message", f"is {len(text)} characters long; the limit is {limit}")
+        text = check_text(
+            message if isinstance(message, str) else "",
+            "message",
+            max_chars=self._settings.chat.max_message_chars,
+            setting="chat.max_message_chars",
+        )
         checked = check_inputs(definition, inputs)
         if conversation_id is not None:
             with self._db.session() as session:
