@@ -9,6 +9,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from search2o.accounts import Principal, authenticate
 from search2o.errors import AuthenticationError, PermissionDeniedError
+from search2o.netpolicy import is_loopback_host
 from search2o.runtime import Runtime
 
 __all__ = ["AdminUser", "CurrentUser", "RuntimeDep"]
@@ -26,23 +27,36 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
 def get_principal(
+    request: Request,
     runtime: RuntimeDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     """Authenticate the request.
 
-    A bearer token always identifies its owner. Without one, ``auth_mode=local`` acts as the
-    single local user; ``auth_mode=token`` refuses.
+    A bearer token identifies its owner (a token issued by a local-mode start only in local
+    mode, :func:`~search2o.accounts.authenticate`). Without one, ``auth_mode=local`` acts as
+    the single local user for a loopback peer (or a Unix socket, which has no peer address)
+    and, with ``insecure_local_mode``, for any peer; ``auth_mode=token`` refuses. The peer
+    check holds wherever the ASGI server binds, whatever ``settings.host`` says.
 
     Raises:
-        AuthenticationError: missing (in token mode), unknown or revoked token.
+        AuthenticationError: missing (in token mode, or from a non-loopback peer in local
+            mode), unknown, revoked or out-of-scope token.
 
     """
+    settings = runtime.settings
     if credentials is not None:
         with runtime.database.session() as session:
-            return authenticate(session, credentials.credentials)
-    if runtime.settings.auth_mode == "local":
-        return runtime.local_principal()
+            return authenticate(session, credentials.credentials, auth_mode=settings.auth_mode)
+    if settings.auth_mode == "local":
+        peer = request.client.host if request.client else ""
+        if not peer or settings.insecure_local_mode or is_loopback_host(peer):
+            return runtime.local_principal()
+        raise AuthenticationError(
+            "local single-user mode answers requests without a token from this machine only: "
+            "send `Authorization: Bearer <token>`, or have the operator set "
+            "SEARCH2O_AUTH_MODE=token"
+        )
     raise AuthenticationError("missing API token: send `Authorization: Bearer <token>`")
 
 
