@@ -269,3 +269,41 @@ def test_ensure_user_tolerates_a_concurrent_creation(database: Database) -> None
     thread.join(timeout=30)
     assert not thread.is_alive()
     assert outcome == {"email": "local@localhost"}
+
+
+# ---------------------------------------------------------------------------------------------
+# token scope: a token printed by a local-mode start never opens a token-mode server
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_local_mode_token_authenticates_in_local_mode_only(database: Database) -> None:
+    with database.session() as session:
+        local = accounts.local_mode_token(session, "local@localhost")
+        user = accounts.create_user(session, "ann@example.com")
+        ordinary = accounts.issue_token(session, user, "laptop")
+    with database.session() as session:
+        assert accounts.authenticate(session, local, auth_mode="local").is_admin
+        assert accounts.authenticate(session, ordinary, auth_mode="local").email == user.email
+        assert accounts.authenticate(session, ordinary, auth_mode="token").email == user.email
+    for mode in ("token", None):
+        with pytest.raises(AuthenticationError), database.session() as session:
+            if mode is None:
+                accounts.authenticate(session, local)  # the safe default is token mode
+            else:
+                accounts.authenticate(session, local, auth_mode=mode)
+    with database.session() as session:
+        scopes = {t.prefix: t.local_only for t in accounts.list_tokens(session)}
+    assert scopes == {local[:12]: True, ordinary[:12]: False}
+
+
+def test_a_new_local_mode_token_replaces_the_previous_one(database: Database) -> None:
+    with database.session() as session:
+        first = accounts.local_mode_token(session, "local@localhost")
+    with database.session() as session:
+        second = accounts.local_mode_token(session, "local@localhost")
+    with pytest.raises(AuthenticationError), database.session() as session:
+        accounts.authenticate(session, first, auth_mode="local")
+    with database.session() as session:
+        assert accounts.authenticate(session, second, auth_mode="local").email == "local@localhost"
+        states = [(t.revoked, t.local_only) for t in accounts.list_tokens(session)]
+    assert sorted(states) == [(False, True), (True, True)]

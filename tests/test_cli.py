@@ -262,7 +262,7 @@ def test_search(cli: Cli, docs: Path) -> None:
 
     assert "query" in error_line(cli("search", ""), 2)
     assert error_line(cli("search", "   "), 2).startswith("error: query: ")
-    assert error_line(cli("search", "bicycles", "-k", "0"), 2).startswith("error: k: ")
+    assert error_line(cli("search", "bicycles", "-k", "0"), 2).startswith("error: --k: ")
     nobody = error_line(cli("search", "bicycles", "--as", "nobody@example.com"), 1)
     assert "no user nobody@example.com" in nobody
     assert error_line(cli("search", "bicycles", "--as", "nobody"), 2).startswith("error: email: ")
@@ -304,6 +304,39 @@ def test_documents_list_and_delete(cli: Cli, docs: Path) -> None:
     assert cli("documents", "delete", "abc").exit_code == 2  # not an integer: click refuses
 
 
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (("documents", "delete", "10000000000000000001"), "DOCUMENT_ID"),
+        (("documents", "delete", "0"), "DOCUMENT_ID"),
+        (("documents", "delete", str(2**31)), "DOCUMENT_ID"),
+        (("reindex", "--batch-size", "99999999999999999999"), "--batch-size"),
+        (("reindex", "--batch-size", "0"), "--batch-size"),
+        (("search", "bicycles", "-k", "99999999999999999999"), "--k"),
+        (("memory", "list", "--offset", "99999999999999999999"), "--offset"),
+        (("memory", "list", "--limit", "-1"), "--limit"),
+        (("memory", "search", "bicycles", "--limit", "5000"), "--limit"),
+        (("keys", "retire", "99999999999999999999"), "VERSION"),
+        (("serve", "--port", "70000"), "--port"),
+        (("state", "conformance", "--url", "http://127.0.0.1:9", "--secret", "s" * 16,
+          "--timeout", "1e9"), "--timeout"),
+    ],
+)
+def test_numbers_out_of_range_are_refused_with_one_line(
+    cli: Cli, args: tuple[str, ...], name: str
+) -> None:
+    line = error_line(cli(*args), 2)
+    assert line.startswith(f"error: {name}: "), line
+    assert re.search(r"(greater|less) than or equal to [\d.]+ \(see `search2o ", line), line
+    assert line.endswith(" --help`)"), line
+
+
+def test_an_id_that_cannot_exist_is_not_found(cli: Cli) -> None:
+    line = error_line(cli("documents", "delete", str(2**31 - 1)), 1)
+    assert f"no document {2**31 - 1}" in line
+    assert error_line(cli("documents", "delete", "abc"), 2).startswith("error: DOCUMENT_ID: ")
+
+
 # ---------------------------------------------------------------------------------------------
 # db, demo
 # ---------------------------------------------------------------------------------------------
@@ -312,9 +345,9 @@ def test_documents_list_and_delete(cli: Cli, docs: Path) -> None:
 def test_db_upgrade_and_current(cli: Cli) -> None:
     assert out(cli.ok("db", "current")).strip().startswith("blank (no migration applied")
     upgraded = out(cli.ok("db", "upgrade")).strip()
-    assert upgraded.startswith("database ") and upgraded.endswith(": blank -> 0008")
-    assert out(cli.ok("db", "current")).strip() == "0008"
-    assert out(cli.ok("db", "upgrade")).strip().endswith(": 0008 -> 0008")
+    assert upgraded.startswith("database ") and upgraded.endswith(": blank -> 0009")
+    assert out(cli.ok("db", "current")).strip() == "0009"
+    assert out(cli.ok("db", "upgrade")).strip().endswith(": 0009 -> 0009")
 
 
 @pytest.mark.slow
@@ -345,9 +378,10 @@ def test_demo_ingests_a_folder_and_holds_a_conversation(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCH2O_")}
     env.update(SEARCH2O_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", NO_COLOR="1")
+    env.update(extra)
     return subprocess.run(
         [str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=120, check=False
     )
@@ -379,9 +413,44 @@ def test_console_script_ingest_of_a_missing_path_exits_2_with_one_line(tmp_path:
     assert proc.stdout == ""
 
 
-def test_console_script_serve_refuses_a_port_out_of_range(tmp_path: Path) -> None:
-    proc = _run(tmp_path, "serve", "--port", "70000")
-    # a bad setting is a ConfigError (exit 1), whether it came from an option or the environment
-    assert proc.returncode == 1
+def test_console_script_refuses_a_bad_setting_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    # A bad setting is the operator's bad input, whether it came from the environment or the
+    # TOML file: one line, exit 2 (a --port option out of range is refused by the option).
+    proc = _run(tmp_path, "users", "list", SEARCH2O_PORT="70000")
+    assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("error: setting port: ")
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"SEARCH2O_CHAT__SEARCH_KK": "3"},
+            "error: unknown setting SEARCH2O_CHAT__SEARCH_KK "
+            "(did you mean SEARCH2O_CHAT__SEARCH_K?)",
+        ),
+        (
+            {"SEARCH2O_AUTH_MOD": "token"},
+            "error: unknown setting SEARCH2O_AUTH_MOD (did you mean SEARCH2O_AUTH_MODE?)",
+        ),
+    ],
+)
+def test_console_script_a_settings_typo_in_the_environment_exits_2_with_one_line(
+    tmp_path: Path, env: dict[str, str], line: str
+) -> None:
+    proc = _run(tmp_path, "users", "list", **env)
+    assert (proc.returncode, proc.stderr.splitlines(), proc.stdout) == (2, [line], "")
+
+
+def test_console_script_a_settings_typo_in_the_toml_file_exits_2_with_one_line(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "data").mkdir(mode=0o700)
+    config = tmp_path / "data" / "search2o.toml"
+    config.write_text("[chat]\nsearch_kk = 3\n")
+    proc = _run(tmp_path, "users", "list")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines() == [
+        f"error: unknown setting search_kk in [chat] of {config} (did you mean search_k?)"
+    ]

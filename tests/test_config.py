@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import load_settings
+from search2o.config import ModelProfile, load_settings
 from search2o.errors import ConfigError
 
 
@@ -101,3 +101,147 @@ def test_a_data_dir_that_cannot_be_created_is_a_config_error(tmp_path: Path) -> 
     blocker.write_text("not a folder")
     with pytest.raises(ConfigError, match="SEARCH2O_DATA_DIR"):
         Database(f"sqlite:///{blocker / 'search2o.db'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# unknown settings are refused, never ignored
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "suggestion"),
+    [
+        ("SEARCH2O_AUTH_MOD", "token", "SEARCH2O_AUTH_MODE"),
+        ("search2o_auth_mod", "token", "SEARCH2O_AUTH_MODE"),
+        ("SEARCH2O_CHAT__SEARCH_KK", "3", "SEARCH2O_CHAT__SEARCH_K"),
+        ("SEARCH2O_KNOWLEDGE__CHUNK_TOKEN", "300", "SEARCH2O_KNOWLEDGE__CHUNK_TOKENS"),
+        ("SEARCH2O_CHAT__WEB_SEARCH__PROVIDR", "searxng", "SEARCH2O_CHAT__WEB_SEARCH__PROVIDER"),
+        (
+            "SEARCH2O_CHAT__PROFILES__FAST__PROVIDR",
+            "builtin",
+            "SEARCH2O_CHAT__PROFILES__FAST__PROVIDER",
+        ),
+        ("SEARCH2O_STATE__HOOK", "https://hooks.example.com", "SEARCH2O_STATE__HOOKS"),
+    ],
+)
+def test_an_unknown_environment_variable_is_refused_with_the_likely_setting(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: str, value: str, suggestion: str
+) -> None:
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert caught.value.message == f"unknown setting {env} (did you mean {suggestion}?)"
+
+
+@pytest.mark.parametrize("env", ["SEARCH2O_WHATEVER", "SEARCH2O_PORT__EXTRA", "SEARCH2O_"])
+def test_an_unknown_environment_variable_without_a_close_setting_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: str
+) -> None:
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv(env, "1")
+    with pytest.raises(ConfigError, match=f"^unknown setting {env} .*configuration.md"):
+        load_settings()
+
+
+def test_variables_read_on_purpose_are_not_settings_but_allowed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "custom.toml"
+    config.write_text('[keys]\nenv_var = "SEARCH2O_SITE_KEK"\n')
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("SEARCH2O_CONFIG", str(config))
+    monkeypatch.setenv("SEARCH2O_SITE_KEK", "not read unless keys.provider is env")
+    assert load_settings().keys.env_var == "SEARCH2O_SITE_KEK"
+    # the default KEK variable is unknown once keys.env_var names another one
+    monkeypatch.setenv("SEARCH2O_KEK", "x")
+    with pytest.raises(ConfigError, match="unknown setting SEARCH2O_KEK"):
+        load_settings()
+    monkeypatch.delenv("SEARCH2O_CONFIG")
+    monkeypatch.delenv("SEARCH2O_SITE_KEK")
+    assert load_settings().keys.env_var == "SEARCH2O_KEK"
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[chat]\nsearch_kk = 3\n", "unknown setting search_kk in [chat] of {file}"),
+        (
+            "[knowledge]\nchunk_token = 300\n",
+            "unknown setting chunk_token in [knowledge] of {file}",
+        ),
+        (
+            '[chat.profiles.fast]\nprovidr = "builtin"\n',
+            "unknown setting providr in [chat.profiles.fast] of {file}",
+        ),
+        ('auth_mod = "token"\n', "unknown setting auth_mod in {file}"),
+    ],
+)
+def test_an_unknown_key_in_the_toml_file_names_the_key_and_its_section(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, toml: str, message: str
+) -> None:
+    config = tmp_path / "search2o.toml"
+    config.write_text(toml)
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert caught.value.message.startswith(message.format(file=config) + " (did you mean ")
+
+
+def test_every_settings_section_refuses_unknown_keys() -> None:
+    from pydantic import BaseModel
+
+    from search2o import config
+
+    sections = [
+        value
+        for value in vars(config).values()
+        if isinstance(value, type)
+        and issubclass(value, BaseModel)
+        and value.__module__ == config.__name__
+    ]
+    assert len(sections) >= 10
+    assert {s.__name__: s.model_config.get("extra") for s in sections} == {
+        s.__name__: "forbid" for s in sections
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# chat profiles
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_profile_defined_in_the_environment_keeps_the_builtin_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("SEARCH2O_CHAT__PROFILES__FAST__PROVIDER", "builtin")
+    monkeypatch.setenv("SEARCH2O_CHAT__PROFILES__FAST__CONTEXT_TOKENS", "4096")
+    settings = load_settings()
+    assert sorted(settings.chat.profiles) == ["default", "fast"]
+    assert settings.chat.active_profile == ModelProfile()
+    assert settings.chat.profiles["fast"].context_tokens == 4096
+    monkeypatch.setenv("SEARCH2O_CHAT__PROFILE", "fast")
+    assert load_settings().chat.active_profile.context_tokens == 4096
+
+
+def test_a_profile_defined_in_the_toml_file_keeps_the_builtin_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "search2o.toml").write_text(
+        '[chat.profiles.big]\nprovider = "openai"\nbase_url = "http://localhost:8080/v1"\n'
+    )
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    settings = load_settings()
+    assert sorted(settings.chat.profiles) == ["big", "default"]
+    assert settings.chat.profiles["default"] == ModelProfile()
+
+
+def test_the_default_profile_may_still_be_redefined(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("SEARCH2O_CHAT__PROFILES__DEFAULT__CONTEXT_TOKENS", "16000")
+    profiles = load_settings().chat.profiles
+    assert list(profiles) == ["default"]
+    assert profiles["default"].context_tokens == 16000

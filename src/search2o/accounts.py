@@ -1,7 +1,12 @@
 """Users and API tokens.
 
 Tokens are 32 random bytes (``secrets.token_urlsafe``) prefixed ``s2o_``; only their SHA-256 is
-stored, so a database dump cannot be replayed. A token is shown once, when it is issued.
+stored, so a database dump cannot be replayed. A token is shown once, when it is issued. A
+token printed by a local-mode ``search2o serve`` is *local-only*: it authenticates on a server
+in ``auth_mode=local`` and never in ``auth_mode=token``, even on a database they share.
+
+Emails, display names and token names are shown in terminals and pages: terminal control
+characters (:func:`search2o.terminal.has_controls`) are refused in them.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from sqlalchemy.orm import Session
 
 from search2o.errors import AuthenticationError, ConflictError, InputError, NotFoundError
 from search2o.storage.models import ApiToken, User, utcnow
+from search2o.terminal import has_controls
+from search2o.textrules import check_text
 
 __all__ = [
+    "LOCAL_MODE_TOKEN_NAME",
     "Principal",
     "TokenInfo",
     "authenticate",
@@ -29,6 +37,7 @@ __all__ = [
     "issue_token",
     "list_tokens",
     "list_users",
+    "local_mode_token",
     "normalize_email",
     "normalize_groups",
     "replace_token",
@@ -37,7 +46,9 @@ __all__ = [
 ]
 
 TOKEN_PREFIX = "s2o_"
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+# Name and domain without spaces, C0/C1 controls or DEL: an email is printed in tables.
+_EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$")
+LOCAL_MODE_TOKEN_NAME = "serve"
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -85,6 +96,7 @@ class TokenInfo:
     created_at: datetime
     last_used_at: datetime | None
     revoked: bool
+    local_only: bool = False
 
 
 def normalize_email(email: str, field: str = "email") -> str:
@@ -132,13 +144,15 @@ def create_user(
     """Add a user.
 
     Raises:
-        InputError: bad email, group or plan.
+        InputError: bad email, group, plan, or display name (longer than 200 characters, NUL,
+            or a terminal control character).
         ConflictError: a user with this email exists.
 
     """
     address = normalize_email(email)
     if plan not in ("free", "paid"):
         raise InputError("plan", f"{plan!r} is not a plan (free or paid)")
+    _check_label(display_name, "name", 200)
     if session.scalar(select(User.id).where(User.email == address)) is not None:
         raise ConflictError(f"user {address} already exists")
     user = User(
@@ -214,11 +228,38 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def issue_token(session: Session, user: User, name: str = "") -> str:
-    """Create an API token for ``user`` and return its secret (shown once, stored hashed)."""
+def _check_label(value: str, field: str, max_chars: int | None = None) -> None:
+    """Refuse text people read in a table: too long, NUL or lone surrogates, or controls.
+
+    Raises:
+        InputError: names ``field`` and the rule broken.
+
+    """
+    check_text(value, field, max_chars=max_chars, strip=False, allow_empty=True)
+    if has_controls(value):
+        raise InputError(field, "must not contain control characters (ESC, BEL, C1 ...)")
+
+
+def issue_token(session: Session, user: User, name: str = "", *, local_only: bool = False) -> str:
+    """Create an API token for ``user`` and return its secret (shown once, stored hashed).
+
+    ``name`` is cut to 100 characters. ``local_only`` tokens authenticate only in
+    ``auth_mode=local`` (see :func:`authenticate`).
+
+    Raises:
+        InputError: ``name`` holds NUL, a lone surrogate or a terminal control character.
+
+    """
+    _check_label(name, "name")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(
-        ApiToken(user_id=user.id, name=name[:100], prefix=secret[:12], token_hash=_hash(secret))
+        ApiToken(
+            user_id=user.id,
+            name=name[:100],
+            prefix=secret[:12],
+            token_hash=_hash(secret),
+            local_only=local_only,
+        )
     )
     session.flush()
     return secret
@@ -234,13 +275,29 @@ def revoke_named_tokens(session: Session, user: User, name: str) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def replace_token(session: Session, user: User, name: str) -> str:
+def replace_token(session: Session, user: User, name: str, *, local_only: bool = False) -> str:
     """Revoke ``user``'s active tokens called ``name`` and issue a new one; return its secret.
 
-    ``search2o serve`` uses this to print a fresh token at each start without piling up old ones.
+    ``search2o serve`` uses this (through :func:`local_mode_token`) to print a fresh token at
+    each start without piling up old ones.
     """
     revoke_named_tokens(session, user, name)
-    return issue_token(session, user, name)
+    return issue_token(session, user, name, local_only=local_only)
+
+
+def local_mode_token(session: Session, email: str) -> str:
+    """Issue the local-only token a local-mode ``search2o serve`` prints; return its secret.
+
+    The local user ``email`` (an admin, created when missing) gets one token named
+    ``serve``; the previous one is revoked. It never authenticates in ``auth_mode=token``.
+
+    Raises:
+        InputError: ``email`` is malformed.
+
+    """
+    # Plan paid like Runtime.local_principal: the one user of a laptop install keeps everything.
+    user = ensure_user(session, email, is_admin=True, plan="paid")
+    return replace_token(session, user, LOCAL_MODE_TOKEN_NAME, local_only=True)
 
 
 def list_tokens(session: Session) -> list[TokenInfo]:
@@ -250,7 +307,14 @@ def list_tokens(session: Session) -> list[TokenInfo]:
     ).all()
     return [
         TokenInfo(
-            t.id, email, t.name, t.prefix, t.created_at, t.last_used_at, t.revoked_at is not None
+            t.id,
+            email,
+            t.name,
+            t.prefix,
+            t.created_at,
+            t.last_used_at,
+            t.revoked_at is not None,
+            t.local_only,
         )
         for t, email in rows
     ]
@@ -285,18 +349,28 @@ def revoke_token(session: Session, token_or_prefix: str) -> TokenInfo:
         token.created_at,
         token.last_used_at,
         True,
+        token.local_only,
     )
 
 
-def authenticate(session: Session, secret: str) -> Principal:
+def authenticate(session: Session, secret: str, *, auth_mode: str = "token") -> Principal:
     """Return the principal owning the active token ``secret`` and note its use.
 
+    Args:
+        session: the caller's transaction.
+        secret: the bearer token as sent.
+        auth_mode: the server's ``auth_mode``; a local-only token (printed by a local-mode
+            ``serve``) is refused unless it is ``local``. The default is the strict one.
+
     Raises:
-        AuthenticationError: unknown or revoked token.
+        AuthenticationError: unknown or revoked token, or a local-only token in token mode
+            (answered like an unknown one).
 
     """
     token = session.scalar(select(ApiToken).where(ApiToken.token_hash == _hash(secret.strip())))
     if token is None or token.revoked_at is not None:
+        raise AuthenticationError("invalid or revoked API token")
+    if token.local_only and auth_mode != "local":
         raise AuthenticationError("invalid or revoked API token")
     token.last_used_at = utcnow()
     return Principal.of(token.user)

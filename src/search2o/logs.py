@@ -2,6 +2,11 @@
 
 Call :func:`configure_logging` from the CLI or the app factory; library code only does
 ``logging.getLogger(__name__).info("event", extra={"fields": {...}})``.
+
+Log lines reach terminals: JSON lines escape every control character (``json.dumps`` with
+ASCII output), and plain-text lines go through :func:`search2o.terminal.printable`, so a file
+name or request path holding ``ESC`` sequences is logged inert. SQL parameters never reach a
+log: the database engines hide them (:mod:`search2o.storage.db`).
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["JsonFormatter", "configure_logging"]
+from search2o.terminal import printable
+
+__all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
 
 
 class JsonFormatter(logging.Formatter):
@@ -41,6 +48,21 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload, default=str)
 
 
+class TextFormatter(logging.Formatter):
+    """Format a record for people: ``time LEVEL logger: message``, control characters inert.
+
+    The message, the exception and its traceback pass :func:`~search2o.terminal.printable`
+    (newlines kept, so a traceback still reads as one).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return the text line for ``record`` with terminal control characters replaced."""
+        return printable(super().format(record))
+
+
 def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
     """Route search2o's and uvicorn's logs to stderr in one format.
 
@@ -53,7 +75,7 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter())
     for name in ("search2o", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]

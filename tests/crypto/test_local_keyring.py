@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import stat
 from pathlib import Path
 
@@ -152,3 +153,44 @@ def test_a_rotation_by_another_process_is_seen_by_a_running_one(tmp_path: Path) 
     with pytest.raises(KeyUnavailableError, match="version 1 is retired"):
         server.unwrap(before)
     assert server.unwrap(after) == b"k" * 32
+
+
+# ---------------------------------------------------------------------------------------------
+# the folder the keyring lives in (the data folder by default)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_keyring_creates_its_folder_owner_only(tmp_path: Path) -> None:
+    LocalKeyring(tmp_path / "data" / "keyring.json")
+    assert _mode(tmp_path / "data") == 0o700
+
+
+def test_a_new_data_folder_is_owner_only_with_everything_in_it(tmp_path: Path) -> None:
+    from search2o.config import Settings
+    from search2o.runtime import Runtime
+
+    data = tmp_path / "data"
+    with Runtime(Settings(data_dir=data)):
+        pass
+    assert _mode(data) == 0o700
+    assert {p.name: _mode(p) & 0o077 for p in data.iterdir()} == {
+        p.name: 0 for p in data.iterdir()
+    }
+    assert {"keyring.json", "search2o.db"} <= {p.name for p in data.iterdir()}
+
+
+def test_a_folder_someone_else_opened_is_left_alone_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from search2o.config import Settings
+    from search2o.runtime import Runtime
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    with caplog.at_level(logging.WARNING, logger="search2o"), Runtime(Settings(data_dir=shared)):
+        pass
+    assert _mode(shared) == 0o755  # the operator's folder: not changed behind their back
+    warnings = [r.getMessage() for r in caplog.records if str(shared) in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "mode 755" in warnings[0] and f"chmod 700 {shared}" in warnings[0]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import Connection, inspect, text
 
-from search2o.errors import ConfigError
+from search2o import accounts
+from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0008"
+HEAD = "0009"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -46,6 +48,7 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
         } <= chunk_columns
         token_columns = {c["name"] for c in inspector.get_columns("api_tokens")}
         assert "token_hash" in token_columns and "token" not in token_columns
+        assert "local_only" in token_columns
         with db.engine.connect() as conn:
             if db.backend == "sqlite":
                 assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
@@ -104,5 +107,51 @@ def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> 
             session.execute(text("SELECT 1"))
         for path in (folder, *folder.iterdir()):
             assert path.stat().st_mode & 0o077 == 0, path
+    finally:
+        db.close()
+
+
+def _insert_token(conn: Connection, user_id: int, name: str, digest: str) -> None:
+    conn.execute(
+        text(
+            "INSERT INTO api_tokens (user_id, name, prefix, token_hash, created_at) "
+            "VALUES (:u, :n, :p, :h, CURRENT_TIMESTAMP)"
+        ),
+        {"u": user_id, "n": name, "p": digest[:12], "h": digest},
+    )
+
+
+def test_0009_scopes_the_tokens_earlier_local_mode_starts_printed(database_url: str) -> None:
+    """Tokens named ``serve`` were printed by local-mode starts: they become local-only."""
+    db = Database(database_url, migrate=False)
+    try:
+        db.upgrade("0008")
+        with db.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO users (email, display_name, groups, plan, is_admin, created_at) "
+                    "VALUES ('local@localhost', 'local', '[]', 'paid', true, CURRENT_TIMESTAMP)"
+                )
+            )
+            user_id = conn.execute(text("SELECT id FROM users")).scalar_one()
+            _insert_token(conn, user_id, "serve", hashlib.sha256(b"s2o_serve").hexdigest())
+            _insert_token(conn, user_id, "laptop", hashlib.sha256(b"s2o_laptop").hexdigest())
+        db.upgrade()
+        assert db.current_revision() == HEAD
+        with db.session() as session, pytest.raises(AuthenticationError):
+            accounts.authenticate(session, "s2o_serve", auth_mode="token")
+        with db.session() as session:
+            assert accounts.authenticate(session, "s2o_serve", auth_mode="local").is_admin
+            assert accounts.authenticate(session, "s2o_laptop", auth_mode="token").is_admin
+            scopes = {t.name: t.local_only for t in accounts.list_tokens(session)}
+        assert scopes == {"serve": True, "laptop": False}
+        # Below 0009 nothing tells the scope apart: the local-only token is revoked.
+        db.downgrade("0008")
+        with db.engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT name, revoked_at IS NOT NULL FROM api_tokens ORDER BY name")
+            ).all()
+        assert [tuple(r) for r in rows] == [("laptop", False), ("serve", True)]
+        assert "local_only" not in {c["name"] for c in inspect(db.engine).get_columns("api_tokens")}
     finally:
         db.close()

@@ -33,15 +33,14 @@ from search2o.api.routers import (
     search,
 )
 from search2o.config import Settings, load_settings
+from search2o.errors import ConfigError
 from search2o.logs import configure_logging
 from search2o.query.retention import run_sweeper
 from search2o.runtime import Runtime
 
-__all__ = ["LOOPBACK_HOSTS", "create_app"]
+__all__ = ["create_app"]
 
 log = logging.getLogger("search2o.api")
-
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None) -> FastAPI:
@@ -53,20 +52,27 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             closed when the app shuts down.
 
     Raises:
-        ConfigError, StorageError: the settings are bad or the database cannot be opened.
+        ConfigError: the settings are bad, or serve local single-user mode beyond loopback
+            without ``insecure_local_mode`` (:meth:`Settings.local_mode_problem`); checked
+            here, before anything opens, so no ASGI server can skip it.
+        StorageError: the database cannot be opened.
 
     """
     settings = settings or (runtime.settings if runtime else load_settings())
+    problem = settings.local_mode_problem()
+    if problem is not None:
+        raise ConfigError(problem)
     configure_logging(settings.log_level, settings.log_format)
     owned = runtime is None
     rt = runtime or Runtime(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if settings.auth_mode == "local" and settings.host not in LOOPBACK_HOSTS:
+        if settings.auth_mode == "local" and settings.insecure_local_mode:
             log.warning(
-                "LOCAL SINGLE-USER MODE on a non-loopback address: every client acts as the "
-                "local admin without a token; set SEARCH2O_AUTH_MODE=token for shared use",
+                "LOCAL SINGLE-USER MODE with insecure_local_mode: every client beyond loopback "
+                "acts as the local admin without a token; set SEARCH2O_AUTH_MODE=token for "
+                "shared use",
                 extra={"fields": {"host": settings.host, "auth_mode": "local"}},
             )
         sweeper = (

@@ -34,17 +34,20 @@ def get_principal(
     """Return the caller :class:`~search2o.api.ingress.Ingress` authenticated.
 
     ``credentials`` is declared for the OpenAPI document (the bearer scheme); the token was
-    checked before the body was read. An app without the ingress (none is built so, but a
-    route may be mounted elsewhere) authenticates here.
+    checked before the body was read (:func:`search2o.api.auth.authenticate_header` has the
+    rules). An app without the ingress (none is built so, but a route may be mounted
+    elsewhere) authenticates here.
 
     Raises:
-        AuthenticationError: missing (in token mode), unknown or revoked token.
+        AuthenticationError: missing (in token mode, or from a non-loopback peer in local
+            mode), unknown, revoked or out-of-scope token.
 
     """
     principal = request.scope.get("state", {}).get(PRINCIPAL_KEY)
     if isinstance(principal, Principal):
         return principal
-    return authenticate_header(runtime, request.headers.get("authorization"))
+    peer = request.client.host if request.client else None
+    return authenticate_header(runtime, request.headers.get("authorization"), peer)
 
 
 CurrentUser = Annotated[Principal, Depends(get_principal)]

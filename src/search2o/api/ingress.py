@@ -96,8 +96,12 @@ class Ingress:
             return
         if self.needs_caller(scope["path"]):
             header = Headers(scope=scope).get("authorization")
+            client = scope.get("client")
+            peer = client[0] if client else None
             try:
-                principal = await run_in_threadpool(authenticate_header, self.runtime, header)
+                principal = await run_in_threadpool(
+                    authenticate_header, self.runtime, header, peer
+                )
             except AuthenticationError as exc:
                 await error_response(exc)(scope, receive, send)
                 return

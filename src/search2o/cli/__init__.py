@@ -19,7 +19,7 @@ from search2o.cli import (
     server,
     state,
 )
-from search2o.cli.common import set_global_options
+from search2o.cli.common import OneLineUsageErrors, set_global_options
 
 __all__ = ["app", "main"]
 
@@ -31,6 +31,7 @@ app = typer.Typer(
         "Settings come from SEARCH2O_* environment variables and an optional search2o.toml."
     ),
     no_args_is_help=True,
+    cls=OneLineUsageErrors,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import Annotated
 
@@ -10,7 +9,7 @@ import typer
 from rich.table import Table
 
 from search2o import accounts
-from search2o.cli.common import console, handle_errors, open_runtime
+from search2o.cli.common import console, handle_errors, open_runtime, print_json, print_plain
 
 __all__ = ["tokens_app", "users_app"]
 
@@ -36,7 +35,7 @@ def users_add(
         )
         token = accounts.issue_token(session, user, "created with the user")
     console.print(f"added {user.email}; API token (shown once):", highlight=False)
-    typer.echo(token)
+    print_plain(token)
 
 
 @users_app.command("list")
@@ -58,7 +57,7 @@ def users_list(
             }
             for u in users
         ]
-        typer.echo(json.dumps(rows, indent=2))
+        print_json(rows)
         return
     table = Table()
     for column in ("email", "name", "groups", "plan", "admin"):
@@ -78,7 +77,7 @@ def tokens_issue(
     """Issue another API token for a user (printed once)."""
     with open_runtime() as runtime, runtime.database.session() as session:
         token = accounts.issue_token(session, accounts.get_user(session, email), name)
-    typer.echo(token)
+    print_plain(token)
 
 
 @tokens_app.command("list")
@@ -86,16 +85,16 @@ def tokens_issue(
 def tokens_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List tokens by prefix (the secrets are never stored)."""
+    """List tokens by prefix (secrets are never stored); scope "local mode": token-mode refuses."""
     with open_runtime() as runtime, runtime.database.session() as session:
         tokens = accounts.list_tokens(session)
     if as_json:
-        typer.echo(json.dumps([asdict(t) for t in tokens], indent=2, default=str))
+        print_json([asdict(t) for t in tokens])
         return
     table = Table()
     # The prefix is what `tokens revoke` takes: never wrapped or cut.
     table.add_column("prefix", no_wrap=True, min_width=12)
-    for column in ("user", "name", "created", "last used", "state"):
+    for column in ("user", "name", "created", "last used", "state", "scope"):
         table.add_column(column)
     for t in tokens:
         table.add_row(
@@ -105,6 +104,7 @@ def tokens_list(
             f"{t.created_at:%Y-%m-%d %H:%M}",
             f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "",
             "revoked" if t.revoked else "active",
+            "local mode" if t.local_only else "",
         )
     console.print(table)
 

@@ -16,7 +16,14 @@ from rich.table import Table
 
 from search2o.agents.definition import DefinitionError, parse_definition
 from search2o.cli.agents import agents_app, definition_format, print_problems
-from search2o.cli.common import console, err_console, handle_errors, open_runtime, printable
+from search2o.cli.common import (
+    console,
+    err_console,
+    handle_errors,
+    open_runtime,
+    print_json,
+    printable,
+)
 from search2o.errors import InputError
 from search2o.runtime import Runtime
 
@@ -58,7 +65,7 @@ def _finish(runtime: Runtime, events: Any, as_json: bool) -> dict[str, Any]:
             conversation = event.data["conversation_id"]
         last = {"event": event.kind, **event.data}
     if as_json:
-        typer.echo(json.dumps(last, indent=2, ensure_ascii=False, default=str))
+        print_json(last)
     elif last.get("event") == "done":
         # soft_wrap: the answer (JSON too) is printed as it is, never cut into lines
         console.print(printable(str(last["text"])), soft_wrap=True)

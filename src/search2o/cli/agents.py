@@ -7,7 +7,6 @@ exits with code 2 and stores nothing.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +15,15 @@ from rich.table import Table
 from rich.text import Text
 
 from search2o.agents.definition import DefinitionError
-from search2o.cli.common import console, err_console, handle_errors, open_runtime, printable
+from search2o.cli.common import (
+    confirm,
+    console,
+    err_console,
+    handle_errors,
+    open_runtime,
+    print_json,
+    printable,
+)
 
 __all__ = ["agents_app", "definition_format", "print_problems"]
 
@@ -82,7 +89,7 @@ def agents_push(
             "memory_labels": labels,
             "functions": functions,
         }
-        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        print_json(summary)
         return
     console.print(printable(f"{'created' if created else 'replaced'} agent {definition.name}"))
     console.print(printable(f"memory labels: {', '.join(labels) or '(none)'}"))
@@ -100,7 +107,7 @@ def agents_list(as_json: JsonOpt = False) -> None:
             {"name": r.name, "description": r.description, "updated_at": r.updated_at.isoformat()}
             for r in rows
         ]
-        typer.echo(json.dumps(items, indent=2, ensure_ascii=False))
+        print_json(items)
         return
     if not rows:
         console.print("no agents; store one with `search2o agents push FILE`")
@@ -121,7 +128,7 @@ def agents_show(
     """Print an agent's stored definition (JSON, as it was pushed)."""
     with open_runtime() as runtime:
         document = runtime.agents.source(name)
-    typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+    print_json(document)
 
 
 @agents_app.command("delete")
@@ -135,12 +142,10 @@ def agents_delete(
     with open_runtime() as runtime:
         runtime.agents.source(name)  # a missing agent fails before the question
         if not yes:
-            typer.confirm(
-                f"Delete agent {name} and every memory it stored, for every user?", abort=True
-            )
+            confirm(f"Delete agent {name} and every memory it stored, for every user?")
         count = runtime.agents.delete(name)
     if as_json:
-        typer.echo(json.dumps({"deleted": name, "memories_deleted": count}, ensure_ascii=False))
+        print_json({"deleted": name, "memories_deleted": count}, indent=None)
     else:
         console.print(
             printable(f"deleted agent {name} and {count} memor{'y' if count == 1 else 'ies'}")

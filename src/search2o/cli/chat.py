@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -11,7 +9,14 @@ import typer
 from rich.text import Text
 
 from search2o.accounts import Principal
-from search2o.cli.common import console, err_console, handle_errors, open_runtime, printable
+from search2o.cli.common import (
+    console,
+    err_console,
+    handle_errors,
+    open_runtime,
+    print_json,
+    printable,
+)
 from search2o.cli.knowledge import AsOpt
 from search2o.errors import InputError, Search2oError
 from search2o.query.turn import TurnEvent
@@ -69,8 +74,7 @@ def ask(
         turn = runtime.turns.prepare(principal, question, conversation)
         if as_json:
             events = [{"event": e.kind, "data": e.data} for e in runtime.turns.run_sync(turn)]
-            # Plain stdout, not the console: JSON must never be wrapped at the terminal width.
-            sys.stdout.write(json.dumps(events, indent=2, default=str) + "\n")
+            print_json(events)
             failed = events[-1]["event"] == "error"
         else:
             last = print_turn(runtime.turns.run_sync(turn))

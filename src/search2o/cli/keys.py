@@ -7,13 +7,12 @@ is still wrapped by that version, so a retire can never make a conversation unre
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from search2o.cli.common import console, handle_errors, open_runtime
+from search2o.cli.common import INT32_MAX, console, handle_errors, open_runtime, print_json
 from search2o.crypto.keys import KeyProvider
 from search2o.crypto.vault import RewrapReport, Vault
 from search2o.errors import (
@@ -59,7 +58,7 @@ def keys_status(as_json: _JSON = False) -> None:
         ]
         unknown = [{"key_id": k, "version": n, "data_keys": c} for k, n, c in others]
         report = {"provider": name, "key_id": key_id, "versions": rows, "unknown": unknown}
-        typer.echo(json.dumps(report, indent=2))
+        print_json(report)
         return
     console.print(f"provider: {name}   key id: {key_id}")
     table = Table()
@@ -106,7 +105,7 @@ def keys_rotate(
     if as_json:
         out: dict[str, Any] = {"key_id": key_id, "added_version": added, "note": note}
         out.update(version=report.version, rewrapped=report.rewrapped, unchanged=report.unchanged)
-        typer.echo(json.dumps(out, indent=2))
+        print_json(out)
         return
     if note:
         console.print(f"note: {note}")
@@ -121,7 +120,9 @@ def keys_rotate(
 @keys_app.command("retire")
 @handle_errors
 def keys_retire(
-    version: Annotated[int, typer.Argument(min=1, help="The KEK version to retire.")],
+    version: Annotated[
+        int, typer.Argument(min=1, max=INT32_MAX, help="The KEK version to retire.")
+    ],
     as_json: _JSON = False,
 ) -> None:
     """Retire a KEK version for good; refused while any data key is still wrapped by it."""
@@ -138,7 +139,7 @@ def keys_retire(
         provider.retire(version)
         kept = any(v.version == version and v.usable for v in provider.versions())
     if as_json:
-        typer.echo(json.dumps({"key_id": key_id, "retired": version, "still_held": kept}))
+        print_json({"key_id": key_id, "retired": version, "still_held": kept}, indent=None)
         return
     if kept:
         console.print(

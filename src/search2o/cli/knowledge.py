@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -12,14 +11,24 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from search2o.cli.common import console, err_console, handle_errors, open_runtime
-from search2o.errors import InputError
+from search2o.cli.common import (
+    INT32_MAX,
+    console,
+    err_console,
+    handle_errors,
+    open_runtime,
+    print_json,
+)
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.ingest import IngestOutcome, IngestSummary
 from search2o.knowledge.search import SearchResult
 from search2o.runtime import Runtime
 
 __all__ = ["documents_app", "ingest", "print_hits", "reindex", "run_ingest", "search"]
+
+# A reindex batch is embedded and written in one transaction: beyond this it holds more
+# vectors in memory than it saves in round trips (384 floats x 10,000 = 15 MB).
+MAX_BATCH = 10_000
 
 documents_app = typer.Typer(help="List and delete ingested documents.", no_args_is_help=True)
 
@@ -100,7 +109,7 @@ def print_hits(result: SearchResult, as_json: bool) -> None:
             "embed_ms": round(result.embed_ms, 2),
             "search_ms": round(result.search_ms, 2),
         }
-        typer.echo(json.dumps(payload, indent=2))
+        print_json(payload)
         return
     if not result.hits:
         console.print("no results")
@@ -128,7 +137,9 @@ def print_hits(result: SearchResult, as_json: bool) -> None:
 @handle_errors
 def search(
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
-    k: Annotated[int, typer.Option("--k", "-k", help="Number of results.")] = 5,
+    k: Annotated[
+        int, typer.Option("--k", "-k", min=1, max=1000, help="Number of results (1..1000).")
+    ] = 5,
     as_user: AsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -147,7 +158,7 @@ def documents_list(as_user: AsOpt = None, as_json: JsonOpt = False) -> None:
     with open_runtime() as runtime:
         docs = runtime.knowledge.list_documents(runtime.principal_for(as_user))
     if as_json:
-        typer.echo(json.dumps([asdict(d) for d in docs], indent=2, default=str))
+        print_json([asdict(d) for d in docs])
         return
     table = Table()
     for column in ("id", "title", "source", "chunks", "access"):
@@ -162,7 +173,9 @@ def documents_list(as_user: AsOpt = None, as_json: JsonOpt = False) -> None:
 @documents_app.command("delete")
 @handle_errors
 def documents_delete(
-    document_id: Annotated[int, typer.Argument(help="Document id, as listed.")],
+    document_id: Annotated[
+        int, typer.Argument(min=1, max=INT32_MAX, help="Document id, as listed.")
+    ],
     as_user: AsOpt = None,
 ) -> None:
     """Delete a document with its chunks and vectors (admins only)."""
@@ -173,11 +186,12 @@ def documents_delete(
 
 @handle_errors
 def reindex(
-    batch_size: Annotated[int, typer.Option(help="Chunks embedded per transaction.")] = 256,
+    batch_size: Annotated[
+        int,
+        typer.Option(min=1, max=MAX_BATCH, help="Chunks embedded per transaction."),
+    ] = 256,
 ) -> None:
     """Re-embed every chunk with the configured embedding model (after a model change)."""
-    if batch_size < 1:
-        raise InputError("--batch-size", f"must be at least 1, got {batch_size}")
     progress = Progress(console=err_console, transient=True, disable=not err_console.is_terminal)
     with open_runtime() as runtime, progress:
         task = progress.add_task("re-embedding", total=None)

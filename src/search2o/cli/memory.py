@@ -6,14 +6,13 @@ console). Searching here does not count as a retrieval, and the query is never l
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from search2o.cli.common import console, handle_errors, open_runtime
+from search2o.cli.common import INT64_MAX, console, handle_errors, open_runtime, print_json
 from search2o.errors import InputError
 
 __all__ = ["memory_app"]
@@ -47,8 +46,8 @@ def _when(value: datetime | None) -> str:
 def memory_list(
     user: UserOpt = None,
     agent: AgentOpt = None,
-    limit: Annotated[int, typer.Option(help="Most memories to list (1..1000).")] = 100,
-    offset: Annotated[int, typer.Option(help="Skip this many first.")] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Most memories to list.")] = 100,
+    offset: Annotated[int, typer.Option(min=0, max=INT64_MAX, help="Skip this many first.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """List a user's memories, by agent and label."""
@@ -71,7 +70,7 @@ def memory_list(
             }
             for r in rows
         ]
-        typer.echo(json.dumps(items, indent=2, ensure_ascii=False))
+        print_json(items)
         return
     if not rows:
         console.print(f"no memories of {principal.email}")
@@ -91,7 +90,9 @@ def memory_search(
     user: UserOpt = None,
     agent: AgentOpt = None,
     label: Annotated[str | None, typer.Option("--label", help="Only this label.")] = None,
-    limit: Annotated[int, typer.Option(help="Most matches (1..memory.max_limit).")] = 10,
+    limit: Annotated[
+        int, typer.Option(min=1, max=1000, help="Most matches (at most memory.max_limit).")
+    ] = 10,
     as_json: JsonOpt = False,
 ) -> None:
     """Find a user's memories by meaning, best first (an unrelated query finds none)."""
@@ -114,7 +115,7 @@ def memory_search(
             }
             for h in hits
         ]
-        typer.echo(json.dumps(items, indent=2, ensure_ascii=False))
+        print_json(items)
         return
     if not hits:
         console.print("no memory is relevant enough")
@@ -140,6 +141,6 @@ def memory_delete(
         principal = runtime.principal_for(user)
         runtime.memory.delete(principal, agent, label)
     if as_json:
-        typer.echo(json.dumps({"deleted": {"agent": agent, "label": label}}, ensure_ascii=False))
+        print_json({"deleted": {"agent": agent, "label": label}}, indent=None)
     else:
         console.print(f"deleted {agent}/{label} of {principal.email}")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
-from search2o.cli.common import console, handle_errors, open_runtime
+from search2o.cli.common import console, handle_errors, open_runtime, print_json
 from search2o.query.retention import sweep
 
 __all__ = ["retention_app"]
@@ -24,7 +23,7 @@ def retention_sweep(
     with open_runtime() as runtime:
         report = sweep(runtime.database, runtime.vault, runtime.settings.retention)
     if as_json:
-        typer.echo(json.dumps({"deleted": report.deleted, "by_plan": report.by_plan}))
+        print_json({"deleted": report.deleted, "by_plan": report.by_plan}, indent=None)
         return
     plans = ", ".join(f"{plan}: {count}" for plan, count in sorted(report.by_plan.items()))
     console.print(f"deleted {report.deleted} expired conversations ({plans or 'no limited plan'})")

@@ -10,12 +10,18 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from search2o.accounts import ensure_user, replace_token, revoke_named_tokens
+from search2o.accounts import (
+    LOCAL_MODE_TOKEN_NAME,
+    ensure_user,
+    local_mode_token,
+    revoke_named_tokens,
+)
 from search2o.cli.chat import print_turn
-from search2o.cli.common import console, handle_errors, open_runtime, settings
+from search2o.cli.common import console, err_console, handle_errors, open_runtime, settings
 from search2o.cli.knowledge import run_ingest
 from search2o.errors import InputError
 from search2o.knowledge.access import AccessList
+from search2o.netpolicy import is_loopback_host
 
 __all__ = ["db_app", "demo", "serve"]
 
@@ -41,14 +47,30 @@ IngestOpt = Annotated[
 def serve(
     ingest: IngestOpt = None,
     host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="TCP port (default 8000).")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=1, max=65535, help="TCP port (default 8000).")
+    ] = None,
+    insecure_local_mode: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-local-mode",
+            help="Serve local single-user mode (no token, everyone is the local admin) on a "
+            "non-loopback address anyway. Env: SEARCH2O_INSECURE_LOCAL_MODE.",
+        ),
+    ] = False,
 ) -> None:
-    """Run the HTTP API (OpenAPI docs at /docs); print its URL and, in local mode, a token."""
+    """Run the HTTP API (OpenAPI docs at /docs); print its URL and, in local mode, a token.
+
+    Local mode is refused beyond loopback (exit 2) unless --insecure-local-mode is given.
+    """
     import uvicorn
 
     from search2o.api.app import create_app
 
-    chosen = settings(host=host, port=port)
+    chosen = settings(host=host, port=port, insecure_local_mode=insecure_local_mode or None)
+    problem = chosen.local_mode_problem()
+    if problem is not None:
+        raise InputError("host", problem)
     for path in ingest or []:
         if not path.exists():
             raise InputError("ingest", f"{path} does not exist")
@@ -63,18 +85,24 @@ def serve(
     console.print(f"search2o at http://{shown}:{chosen.port}  (API docs: /docs)", soft_wrap=True)
     if chosen.auth_mode == "local":
         with runtime.database.session() as session:
-            user = ensure_user(session, chosen.local_user_email, is_admin=True)
-            token = replace_token(session, user, "serve")
+            token = local_mode_token(session, chosen.local_user_email)
         console.print(
-            f"local single-user mode: no token needed; clients that send one may use {token}",
+            "local single-user mode: no token needed; clients that send one may use "
+            f"{token} (local mode only: a token-mode server refuses it)",
             soft_wrap=True,
         )
+        if chosen.insecure_local_mode and not is_loopback_host(chosen.host):
+            err_console.print(
+                f"warning: --insecure-local-mode: every client that reaches {chosen.host} acts "
+                "as the local admin without a token",
+                soft_wrap=True,
+            )
     else:
         # A token printed by an earlier local-mode start must not carry local admin rights
         # into token mode.
         with runtime.database.session() as session:
             user = ensure_user(session, chosen.local_user_email, is_admin=True)
-            revoked = revoke_named_tokens(session, user, "serve")
+            revoked = revoke_named_tokens(session, user, LOCAL_MODE_TOKEN_NAME)
         console.print(
             "token mode: every request needs `Authorization: Bearer <token>` "
             "(search2o users add EMAIL prints one)"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from search2o.cli.common import console, handle_errors
+from search2o.cli.common import console, handle_errors, print_json
 from search2o.errors import InputError
 from search2o.state.conformance import http_hook_target, run_checks, run_http_checks
 
@@ -35,7 +34,10 @@ def conformance(
             envvar="SEARCH2O_STATE__HOOK_SECRET",
         ),
     ],
-    timeout: Annotated[float, typer.Option(help="Seconds per request.", min=0.1)] = 10.0,
+    # The bounds of state.hook_timeout_s.
+    timeout: Annotated[
+        float, typer.Option(help="Seconds per request.", min=0.1, max=300)
+    ] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Run the state store conformance suite against an HTTP state hook.
@@ -49,7 +51,7 @@ def conformance(
     results = run_checks(http_hook_target(url, secret, timeout))
     results += run_http_checks(url, secret, timeout)
     if as_json:
-        typer.echo(json.dumps([asdict(r) for r in results], indent=2))
+        print_json([asdict(r) for r in results])
     else:
         table = Table(title=f"state hook conformance: {url}")
         table.add_column("check", no_wrap=True)

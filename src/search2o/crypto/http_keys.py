@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
 import json
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from search2o.config import KeySettings
 from search2o.crypto.envelope import DATA_KEY_BYTES
 from search2o.crypto.keys import KeyVersion, WrappedKey
 from search2o.errors import ConfigError, InputError, IntegrityCheckError, KeyUnavailableError
+from search2o.netpolicy import is_loopback_host
 from search2o.signing import signed_headers
 
 __all__ = ["HttpKeyProvider"]
@@ -288,7 +288,7 @@ def _check_url(url: str | None) -> httpx.URL:
         raise ConfigError(f"setting keys.url: {url!r} is not a URL") from exc
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ConfigError(f"setting keys.url: {url!r} must be an http(s) URL with a host")
-    if parsed.scheme == "http" and not _is_loopback(parsed.host):
+    if parsed.scheme == "http" and not is_loopback_host(parsed.host):
         raise ConfigError(
             f"setting keys.url: {url!r} uses plain http to a remote host; data keys travel in "
             "the requests, so use https (http is allowed for loopback only)"
@@ -296,15 +296,6 @@ def _check_url(url: str | None) -> httpx.URL:
     if parsed.query or parsed.fragment:
         raise ConfigError(f"setting keys.url: {url!r} must not have a query or fragment")
     return parsed
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _malformed(path: str, reason: str) -> KeyUnavailableError:

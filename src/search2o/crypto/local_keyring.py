@@ -4,8 +4,9 @@ The file (default ``<data_dir>/keyring.json``) is created on first start with mo
 random 256-bit key. Its JSON holds ``key_id``, ``current`` and ``versions``: each with
 ``version``, ``created_at``, and ``key`` (base64) until it is retired (then ``retired_at`` and
 no key). Writes go to a temporary file in the same folder, created 0600, then ``os.replace``
-(atomic on POSIX). A keyring readable by group or others is refused. Back the file up apart from
-the database: without it, nothing sealed can be read again.
+(atomic on POSIX). A folder the keyring creates is owner-only (0700,
+:mod:`search2o.private_dir`). A keyring readable by group or others is refused. Back the file
+up apart from the database: without it, nothing sealed can be read again.
 
 Another process (``search2o keys rotate`` or ``retire`` while the server runs) may change the
 file: every use checks its modification time and size and re-reads it when they changed, so a
@@ -28,6 +29,7 @@ from typing import Any
 from search2o.config import KeySettings
 from search2o.crypto.keys import KeyVersion, WrappedKey, unwrap_with, wrap_with
 from search2o.errors import ConfigError, InputError, KeyUnavailableError
+from search2o.private_dir import ensure_private_dir
 
 __all__ = ["LocalKeyring"]
 
@@ -158,7 +160,7 @@ class LocalKeyring:
 
     def _save(self, data: dict[str, Any]) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(self.path.parent)
             temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as handle:

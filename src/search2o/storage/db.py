@@ -3,10 +3,16 @@
 A :class:`Database` owns its engine and applies Alembic migrations when it opens, so callers
 never remember a manual setup step. SQLite connections get WAL journaling, foreign keys and a
 busy timeout (SQLite documentation, "Write-Ahead Logging", "PRAGMA foreign_keys").
+
+Engines run with ``hide_parameters=True`` (SQLAlchemy, ``create_engine``): statement
+parameters hold document text, messages and emails, so they never appear in an error's text,
+a traceback or the statement log. A PostgreSQL URL whose driver is not installed is a
+:class:`ConfigError` naming the extra to install.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
 from search2o.errors import ConfigError, StorageError
+from search2o.private_dir import ensure_private_dir
 from search2o.storage.models import Counter
 
 __all__ = ["Backend", "Database", "bump_counter", "read_counter"]
@@ -73,7 +80,7 @@ class Database:
             if parsed.database and parsed.database != ":memory:":
                 folder = Path(parsed.database).parent
                 try:
-                    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    ensure_private_dir(folder)
                     # Owner-only from the start; SQLite gives its -wal/-shm files the same mode
                     # (SQLite docs, "Write-Ahead Logging": the WAL's permissions follow the file).
                     os.close(os.open(parsed.database, os.O_CREAT | os.O_WRONLY, 0o600))
@@ -86,8 +93,9 @@ class Database:
             # (``check_same_thread=False``); opening one costs ~0.7 ms with the pragmas below,
             # a tenth of a memory search.
         else:
+            _require_postgres_driver(parsed.get_driver_name())
             kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=10)
-        self.engine: Engine = create_engine(parsed, **kwargs)
+        self.engine: Engine = create_engine(parsed, hide_parameters=True, **kwargs)
         if self.backend == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -165,7 +173,11 @@ class Database:
         # A connection of its own, never pooled: on SQLite it runs with foreign keys off. (An
         # in-memory SQLite database exists only on the engine's own connection.)
         in_memory = self.backend == "sqlite" and self.url.database in (None, "", ":memory:")
-        engine = self.engine if in_memory else create_engine(self.url, poolclass=NullPool)
+        engine = (
+            self.engine
+            if in_memory
+            else create_engine(self.url, poolclass=NullPool, hide_parameters=True)
+        )
         if self.backend == "sqlite" and not in_memory:
             event.listen(engine, "connect", _sqlite_pragmas)
         try:
@@ -210,6 +222,30 @@ class Database:
         location = resources.files("search2o.storage") / "migrations"
         config.set_main_option("script_location", str(location))
         return config
+
+
+def _require_postgres_driver(driver: str) -> None:
+    """Refuse a PostgreSQL URL whose Python driver or pgvector binding is not installed.
+
+    Without this check the first connection fails with a bare ``ModuleNotFoundError``.
+
+    Raises:
+        ConfigError: names the missing module and the extra that installs it.
+
+    """
+    # The [postgres] extra installs psycopg (3) and pgvector. SQLAlchemy names each driver by
+    # its module (psycopg, psycopg2, pg8000, asyncpg).
+    for module in (driver, "pgvector"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            hint = "pip install 'search2o[postgres]'"
+            if module == driver and driver != "psycopg":
+                hint = f"use postgresql+psycopg://... (psycopg 3) after {hint}"
+            raise ConfigError(
+                f"database_url needs the Python package '{module}', which is not installed: "
+                f"{hint}"
+            ) from None
 
 
 def _one_line(exc: SQLAlchemyError) -> str:

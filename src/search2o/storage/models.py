@@ -145,7 +145,11 @@ class User(Base):
 
 
 class ApiToken(Base):
-    """An API token, stored only as its SHA-256 hash; ``prefix`` identifies it to people."""
+    """An API token, stored only as its SHA-256 hash; ``prefix`` identifies it to people.
+
+    ``local_only`` marks a token printed by a local-mode ``search2o serve``: it authenticates
+    only on a server in ``auth_mode=local`` (migration 0009).
+    """
 
     __tablename__ = "api_tokens"
 
@@ -157,6 +161,7 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    local_only: Mapped[bool] = mapped_column(Boolean, default=False)
 
     user: Mapped[User] = relationship(back_populates="tokens")
 
