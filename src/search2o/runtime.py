@@ -13,6 +13,7 @@ from types import TracebackType
 from search2o.accounts import Principal, ensure_user, get_user
 from search2o.agents.registry import AgentRegistry
 from search2o.agents.runner import AgentRunner
+from search2o.chat import ChatService, RunStore
 from search2o.config import Settings
 from search2o.crypto.keys import build_key_provider
 from search2o.crypto.vault import Vault
@@ -156,6 +157,17 @@ class Runtime:
             knowledge=self.knowledge,
             settings=self.settings,
             embedder=self.embedder,
+        )
+
+    @cached_property
+    def chat(self) -> ChatService:
+        """The chat service every surface answers messages through (built on first use)."""
+        return ChatService(
+            self.settings,
+            lambda: self.turns,
+            lambda: self.agent_runner,
+            self.agents,
+            RunStore(self.database, self.vault, self.settings.runs),
         )
 
     @cached_property

@@ -71,24 +71,28 @@ class Frame:
     kind: str
     data: Any
     at: float
+    id: int | None = None
 
 
 def frames(response: httpx.Response) -> Iterator[Frame]:
     """Parse the raw SSE stream as it arrives (WHATWG "Server-sent events" wire format)."""
     kind: str | None = None
     data: list[str] = []
+    number: int | None = None
     for line in response.iter_lines():
         now = time.monotonic()
         if line.startswith(":"):
             yield Frame(":", line[1:].strip(), now)
+        elif line.startswith("id: "):
+            number = int(line.removeprefix("id: "))
         elif line.startswith("event: "):
             kind = line.removeprefix("event: ")
         elif line.startswith("data: "):
             data.append(line.removeprefix("data: "))
         elif line == "":
             if kind is not None:
-                yield Frame(kind, json.loads("\n".join(data)), now)
-            kind, data = None, []
+                yield Frame(kind, json.loads("\n".join(data)), now, number)
+            kind, data, number = None, [], None
         else:
             raise AssertionError(f"not an SSE line: {line!r}")
 
@@ -369,11 +373,11 @@ def test_the_answer_streams_before_it_is_finished(
     assert first_delta.at < seen[-1].at
 
 
-def test_a_client_that_leaves_mid_answer_leaves_an_interrupted_answer(
+def test_a_client_that_leaves_mid_answer_does_not_stop_the_answer(
     settings: Settings, embedder: MemoEmbedder
 ) -> None:
-    words = " ".join(f"word{i}" for i in range(400))
-    model = ScriptedChatModel(answering(words, pause=0.025))
+    words = " ".join(f"word{i}" for i in range(60))
+    model = ScriptedChatModel(answering(words, pause=0.01))
     with chat_api(settings, embedder, model) as (rt, client):
         received: list[Frame] = []
         with client.stream("POST", "/v1/chat", json={"message": "Talk to me"}) as response:
@@ -382,9 +386,7 @@ def test_a_client_that_leaves_mid_answer_leaves_an_interrupted_answer(
                 if len(of(received, "delta")) == 3:
                     break  # leaving the block closes the connection mid-answer
         conversation_id = received[0].data["conversation_id"]
-        sent = "".join(d["text"] for d in of(received, "delta"))
-        assert sent == "word0 word1 word2"
-
+        assert received[0].data["run_id"]
         deadline = time.monotonic() + 15
         while True:
             messages = client.get(f"/v1/conversations/{conversation_id}").json()["messages"]
@@ -393,11 +395,9 @@ def test_a_client_that_leaves_mid_answer_leaves_an_interrupted_answer(
             time.sleep(0.05)
         assert [m["role"] for m in messages] == ["user", "assistant"]
         answer = messages[1]
-        assert answer["status"] == "interrupted"
-        assert answer["text"].startswith(sent) and len(answer["text"]) < len(words)
-        assert client.get(f"/v1/messages/{answer['id']}/trace").json()["status"] == "interrupted"
-        time.sleep(0.2)
-        assert model.yielded < 400  # the model was stopped, not run to the end
+        assert answer["status"] == "complete"  # the run went on without its client
+        assert answer["text"] == words
+        assert model.yielded == 60
         assert counts(rt) == (1, 2, 1)
 
 

@@ -20,11 +20,12 @@ from sqlalchemy import select
 from search2o import accounts
 from search2o.accounts import Principal
 from search2o.errors import InputError, NotFoundError, ProviderError
+from search2o.events import Event
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.builtin_chat import NO_DOCUMENTS
 from search2o.providers.chat import ChatMessage, ToolCall
 from search2o.query.conversations import open_message
-from search2o.query.turn import TurnEngine, TurnEvent
+from search2o.query.turn import TurnEngine
 from search2o.query.websearch import build_web_search
 from search2o.runtime import Runtime
 from search2o.storage.models import Conversation, Message, RetrievalTrace
@@ -77,15 +78,15 @@ def engine(
     )
 
 
-def kinds(events: list[TurnEvent]) -> list[str]:
+def kinds(events: list[Event]) -> list[str]:
     return [e.kind for e in events]
 
 
-def only(events: list[TurnEvent], kind: str) -> list[dict[str, Any]]:
+def only(events: list[Event], kind: str) -> list[dict[str, Any]]:
     return [e.data for e in events if e.kind == kind]
 
 
-def done(events: list[TurnEvent]) -> dict[str, Any]:
+def done(events: list[Event]) -> dict[str, Any]:
     assert events[-1].kind == "done", events[-1]
     return events[-1].data
 
@@ -562,7 +563,7 @@ def test_stopping_the_stream_early_stores_an_interrupted_answer(runtime: Runtime
     model = ScriptedChatModel(searching("Bicycles go to the basement garage [1] and more words."))
     turns = engine(runtime, model)
     stream = cast(
-        Generator[TurnEvent, None, None],
+        Generator[Event, None, None],
         turns.run_sync(turns.prepare(runtime.local_principal(), BIKES)),
     )
     received = []
@@ -619,7 +620,7 @@ def test_concurrent_follow_ups_on_one_conversation_take_distinct_positions(
     me = runtime.local_principal()
     conversation_id = turns.ask(me, "Start")[0].data["conversation_id"]
     barrier = threading.Barrier(4)
-    results: dict[int, list[TurnEvent]] = {}
+    results: dict[int, list[Event]] = {}
     failures: list[BaseException] = []
 
     def follow_up(index: int) -> None:

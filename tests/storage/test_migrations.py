@@ -12,7 +12,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0009"
+HEAD = "0010"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -49,6 +49,9 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
         token_columns = {c["name"] for c in inspector.get_columns("api_tokens")}
         assert "token_hash" in token_columns and "token" not in token_columns
         assert "local_only" in token_columns
+        assert {"runs", "run_events"} <= tables
+        run_columns = {c["name"] for c in inspector.get_columns("runs")}
+        assert {"user_id", "conversation_id", "status", "heartbeat_at", "last_seq"} <= run_columns
         with db.engine.connect() as conn:
             if db.backend == "sqlite":
                 assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"

@@ -1,7 +1,7 @@
 """Agent runs in a conversation: restore the state, interpret, save on end, return and ask.
 
 :meth:`AgentRunner.run` is one run, as events shaped like a chat turn's, streamed as they
-happen (:class:`search2o.query.turn.TurnEvent`): ``conversation`` first, a ``step``
+happen (:mod:`search2o.events`): ``conversation`` first, a ``step``
 (``function``, ``command``) as each command starts, then ``delta`` (the answer, or the question
 of an ``ask``) and ``done``, or ``error``:
 
@@ -50,6 +50,14 @@ from search2o.agents.interpreter import (
 from search2o.config import Settings
 from search2o.crypto.vault import Vault
 from search2o.errors import ConflictError, Search2oError
+from search2o.events import (
+    ConversationEvent,
+    DeltaEvent,
+    DoneEvent,
+    Event,
+    StepEvent,
+    error_event,
+)
 from search2o.knowledge.store import KnowledgeStore
 from search2o.memory.changes import MemoryChanges
 from search2o.memory.store import MemoryStore
@@ -62,7 +70,6 @@ from search2o.query.conversations import (
     create_conversation,
     owned_conversation,
 )
-from search2o.query.turn import TurnEvent
 from search2o.state import StateStore
 from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges
 from search2o.storage.db import Database
@@ -183,41 +190,32 @@ class AgentRunner:
 
     # --- running --------------------------------------------------------------------------------
 
-    def run_sync(self, run: PreparedRun) -> Iterator[TurnEvent]:
+    def run_sync(self, run: PreparedRun) -> Iterator[Event]:
         """:meth:`run` for synchronous callers (the CLI), on :mod:`search2o.aio`'s loop."""
         return aio.iterate(self.run(run))
 
-    async def run(self, run: PreparedRun) -> AsyncIterator[TurnEvent]:
+    async def run(
+        self, run: PreparedRun, stop: threading.Event | None = None
+    ) -> AsyncIterator[Event]:
         """Run ``run`` and yield its events as they happen (see the module docstring).
 
         The run executes in a worker thread (the event loop stays free for other requests);
-        its events cross to this coroutine through a queue. A consumer that stops early (a
-        client gone) stops the run before its next command; like any failed run it saves
-        nothing.
+        its events cross to this coroutine through a queue. Setting ``stop``, or a consumer
+        that stops early, stops the run before its next command; like any failed run it saves
+        nothing and ends with an ``error`` event (``RunError``: "the run was stopped").
         """
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
-        cancelled = threading.Event()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        cancelled = stop or threading.Event()
 
-        def emit(event: TurnEvent | None) -> None:
+        def emit(event: Event | None) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
         def work() -> None:
             try:
                 self._execute(run, emit, cancelled)
-            except Search2oError as exc:  # e.g. the conversation was deleted meanwhile
-                emit(TurnEvent("error", {"error": type(exc).__name__, "message": exc.message}))
-            except Exception:  # a bug: report it without details, keep them in the log
-                log.exception("agent run failed", extra={"fields": {"agent": run.definition.name}})
-                emit(
-                    TurnEvent(
-                        "error",
-                        {
-                            "error": "InternalError",
-                            "message": "the agent run failed; the server log has the details",
-                        },
-                    )
-                )
+            except Exception as exc:  # e.g. the conversation was deleted meanwhile; or a bug
+                emit(error_event(exc))
             finally:
                 emit(None)
 
@@ -232,19 +230,16 @@ class AgentRunner:
     def _execute(
         self,
         run: PreparedRun,
-        emit: Callable[[TurnEvent], None],
+        emit: Callable[[Event], None],
         cancelled: threading.Event | None = None,
     ) -> None:
         conversation_id, user_message_id, created = self._open(run)
         emit(
-            TurnEvent(
-                "conversation",
-                {
-                    "conversation_id": conversation_id,
-                    "created": created,
-                    "user_message_id": user_message_id,
-                    "agent": run.definition.name,
-                },
+            ConversationEvent(
+                conversation_id=conversation_id,
+                created=created,
+                user_message_id=user_message_id,
+                agent=run.definition.name,
             )
         )
         store = self._validation_state if run.validation else self._state
@@ -267,7 +262,7 @@ class AgentRunner:
             effects,
             trace=run.validation,
             on_step=lambda function, key: emit(
-                TurnEvent("step", {"function": function, "command": key})
+                StepEvent(function=function, command=key)
             ),
         )
         waiting = _waiting_run(state)
@@ -324,7 +319,7 @@ class AgentRunner:
         except Search2oError as exc:
             emit(self._failed(run, conversation_id, exc, effects))
             return
-        emit(TurnEvent("delta", {"text": text}))
+        emit(DeltaEvent(text=text))
         done: dict[str, Any] = {
             "conversation_id": conversation_id,
             "message_id": message_id,
@@ -332,7 +327,7 @@ class AgentRunner:
             "status": status,
             "output": output,
             "citations": citations,
-            "run_id": run_id,
+            "agent_run_id": run_id,
             "agent": run.definition.name,
         }
         if effects.memory.rejected:
@@ -342,7 +337,7 @@ class AgentRunner:
             ]
         if run.validation:
             done["trace"] = [entry.to_json() for entry in effects.trace]
-        emit(TurnEvent("done", done))
+        emit(DoneEvent(**done))
 
     def _open(self, run: PreparedRun) -> tuple[str, str, bool]:
         with self._db.session() as session:
@@ -408,7 +403,7 @@ class AgentRunner:
         error: Search2oError,
         effects: RunEffects,
         closing: tuple[StateStore, RunRecord, int] | None = None,
-    ) -> TurnEvent:
+    ) -> Event:
         """Record the failed answer in the transcript; the state and memories stay.
 
         ``closing``: a waiting run to record as failed (and nothing else), in the same
@@ -434,15 +429,12 @@ class AgentRunner:
                 # another message may have got there first: then it decides
                 with contextlib.suppress(ConflictError):
                     store.save(conversation_id, run.principal, changes, version, session=session)
-        data: dict[str, Any] = {
-            "error": type(error).__name__,
-            "message": error.message,
-            "message_id": message_id,
-            "conversation_id": conversation_id,
-        }
+        extra: dict[str, Any] = {}
         if run.validation:
-            data["trace"] = [entry.to_json() for entry in effects.trace]
-        return TurnEvent("error", data)
+            extra["trace"] = [entry.to_json() for entry in effects.trace]
+        return error_event(
+            error, message_id=message_id, conversation_id=conversation_id, **extra
+        )
 
     # --- services -------------------------------------------------------------------------------
 

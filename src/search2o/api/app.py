@@ -18,6 +18,7 @@ from importlib.metadata import version
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from search2o import aio
 from search2o.api.docs_pages import install_docs_pages
 from search2o.api.errors import install_error_handlers
 from search2o.api.headers import SecurityHeaders
@@ -30,6 +31,7 @@ from search2o.api.routers import (
     documents,
     health,
     memories,
+    runs,
     search,
 )
 from search2o.config import Settings, load_settings
@@ -75,16 +77,23 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
                 "shared use",
                 extra={"fields": {"host": settings.host, "auth_mode": "local"}},
             )
-        sweeper = (
-            asyncio.get_running_loop().create_task(
-                run_sweeper(rt.database, rt.vault, settings.retention)
+        loop = asyncio.get_running_loop()
+        sweepers = []
+        if settings.retention.sweep_interval_s > 0:
+            sweepers.append(
+                loop.create_task(run_sweeper(rt.database, rt.vault, settings.retention))
             )
-            if settings.retention.sweep_interval_s > 0
-            else None
-        )
+        if settings.runs.sweep_interval_s > 0:
+            runs = rt.chat.runs
+            sweepers.append(
+                loop.create_task(
+                    aio.every(settings.runs.sweep_interval_s, runs.sweep, "runs sweep")
+                )
+            )
         yield
-        if sweeper is not None:
-            sweeper.cancel()
+        for task in sweepers:
+            task.cancel()
+        await rt.chat.close()  # answers in flight store what they wrote
         if owned:
             rt.close()
 
@@ -98,7 +107,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     )
     app.state.runtime = rt
     install_error_handlers(app)
-    for module in (health, search, documents, chat, conversations, memories, agents):
+    for module in (health, search, documents, chat, runs, conversations, memories, agents):
         app.include_router(module.router)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)

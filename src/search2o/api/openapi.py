@@ -19,8 +19,16 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field
 
 from search2o.config import Settings
+from search2o.events import EVENT_TYPES
 
-__all__ = ["ErrorBody", "ErrorDetail", "apply_setting_limits", "error_responses", "install_openapi"]
+__all__ = [
+    "ErrorBody",
+    "ErrorDetail",
+    "apply_setting_limits",
+    "error_responses",
+    "event_schemas",
+    "install_openapi",
+]
 
 
 class ProblemPublic(BaseModel):
@@ -103,6 +111,38 @@ def apply_setting_limits(document: dict[str, Any], settings: Settings) -> dict[s
     return document
 
 
+def event_schemas() -> dict[str, Any]:
+    """Return the schemas of the answer events (:mod:`search2o.events`) and ``ChatEvent``.
+
+    ``ChatEvent`` describes one Server-Sent Event frame of ``POST /v1/chat`` and
+    ``GET /v1/runs/{id}/events``: its ``id`` (the event's number in the run), its ``event``
+    name and its ``data``.
+    """
+    schemas: dict[str, Any] = {}
+    frames = []
+    for kind, cls in EVENT_TYPES.items():
+        schema = cls.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[cls.__name__] = schema
+        frames.append(
+            {
+                "type": "object",
+                "title": f"{kind} frame",
+                "properties": {
+                    "id": {"type": "integer", "minimum": 1},
+                    "event": {"const": kind},
+                    "data": {"$ref": f"#/components/schemas/{cls.__name__}"},
+                },
+                "required": ["id", "event", "data"],
+            }
+        )
+    schemas["ChatEvent"] = {
+        "description": "one Server-Sent Event of an answer: `id:`, `event:` and `data:` lines",
+        "oneOf": frames,
+    }
+    return schemas
+
+
 def install_openapi(app: FastAPI, settings: Settings) -> None:
     """Make ``app.openapi()`` build the document once, with :func:`apply_setting_limits`."""
 
@@ -113,6 +153,9 @@ def install_openapi(app: FastAPI, settings: Settings) -> None:
                 version=app.version,
                 description=app.description,
                 routes=app.routes,
+            )
+            document.setdefault("components", {}).setdefault("schemas", {}).update(
+                event_schemas()
             )
             app.openapi_schema = apply_setting_limits(document, settings)
         return app.openapi_schema

@@ -1,25 +1,23 @@
-"""Server-Sent Events from an async turn, with heartbeats and disconnect handling.
+"""Server-Sent Events of a run, with event ids, heartbeats and disconnects that change nothing.
 
-The turn (an async generator, :meth:`search2o.query.turn.TurnEngine.run`) is driven by its own
-task on the server's event loop and hands events to the response through an
-:class:`asyncio.Queue`. While no event arrives for ``heartbeat_s`` seconds the response sends an
-SSE comment (``: keep-alive``) so proxies keep the connection open. When the client disconnects,
-the response is cancelled and cancels the turn's task, whose clean-up stores the partial answer
-(see :mod:`search2o.query.turn`); the task is a separate one so that clean-up is not cancelled
-again by the server's cancel scope. Wire format: WHATWG HTML Living Standard, "Server-sent
-events" (``event:``/``data:`` lines, a blank line ends an event, lines starting with ``:`` are
-comments).
+Each event is one SSE frame, ``id: <number>``, ``event: <kind>``, ``data: <json>`` (WHATWG HTML
+Living Standard, "Server-sent events": a blank line ends an event, lines starting with ``:`` are
+comments). The ``id`` is the event's number in its run, so a client that reconnects sends it
+back as ``Last-Event-ID`` (``GET /v1/runs/{id}/events``) and gets every later event once.
+
+The run is written by its own task (:mod:`search2o.chat.service`); this response only follows
+it. While no event arrives for ``heartbeat_s`` seconds it sends an SSE comment
+(``: keep-alive``) so proxies keep the connection open. When the client disconnects the
+response stops following; the answer goes on and can be followed again or stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import AsyncIterator
 
-from search2o.errors import Search2oError
-from search2o.query.turn import TurnEvent
+from search2o.events import Event, error_event
 
 __all__ = ["SSE_HEADERS", "encode_event", "stream_events"]
 
@@ -29,40 +27,32 @@ SSE_HEADERS = {
     "X-Accel-Buffering": "no",
 }
 _DONE = object()
-log = logging.getLogger("search2o.api")
 
 
-def encode_event(event: TurnEvent) -> bytes:
-    """Return one SSE frame: ``event: <kind>`` and ``data: <json>`` lines, then a blank line."""
+def encode_event(event: Event, number: int | None = None) -> bytes:
+    """Return one SSE frame: ``id`` (when numbered), ``event`` and ``data`` lines, a blank line."""
     data = json.dumps(event.data, ensure_ascii=False, default=str)
-    return f"event: {event.kind}\ndata: {data}\n\n".encode()
+    head = f"id: {number}\n" if number is not None else ""
+    return f"{head}event: {event.kind}\ndata: {data}\n\n".encode()
 
 
 async def stream_events(
-    events: AsyncIterator[TurnEvent], heartbeat_s: float
+    events: AsyncIterator[tuple[int, Event]], heartbeat_s: float
 ) -> AsyncIterator[bytes]:
-    """Yield SSE frames for ``events``, driven by a separate task; see the module docstring."""
+    """Yield SSE frames for numbered ``events``, with heartbeats while they are silent."""
     queue: asyncio.Queue[object] = asyncio.Queue()
 
     async def drive() -> None:
+        number = 0
         try:
-            async for event in events:
-                queue.put_nowait(event)
-        except Search2oError as exc:  # e.g. the conversation was deleted meanwhile
-            queue.put_nowait(
-                TurnEvent("error", {"error": type(exc).__name__, "message": exc.message})
-            )
-        except Exception:
-            log.exception("chat stream failed")
-            queue.put_nowait(
-                TurnEvent("error", {"error": "InternalError", "message": "internal error"})
-            )
+            async for number, event in events:
+                queue.put_nowait((number, event))
+        except Exception as exc:  # e.g. the database failed while following
+            queue.put_nowait((number + 1, error_event(exc)))
         finally:
             queue.put_nowait(_DONE)
 
     task = asyncio.get_running_loop().create_task(drive())
-    _RUNNING.add(task)  # the loop keeps only weak references to tasks
-    task.add_done_callback(_RUNNING.discard)
     try:
         while True:
             try:
@@ -72,10 +62,7 @@ async def stream_events(
                 continue
             if item is _DONE:
                 return
-            assert isinstance(item, TurnEvent)
-            yield encode_event(item)
+            assert isinstance(item, tuple)
+            yield encode_event(item[1], item[0])
     finally:
-        task.cancel()  # a no-op when the turn has ended
-
-
-_RUNNING: set[asyncio.Task[None]] = set()
+        task.cancel()  # stops following; the run itself goes on

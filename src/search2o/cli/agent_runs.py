@@ -93,12 +93,9 @@ def agents_run(
 ) -> None:
     """Run a stored agent in a new conversation, or in --conversation (e.g. to answer)."""
     with open_runtime() as runtime:
-        runner = runtime.agent_runner
         me = runtime.local_principal()
-        prepared = runner.prepare(
-            me, runtime.agents.get(name), query, conversation, _inputs(inputs)
-        )
-        _finish(runtime, runner.run_sync(prepared), as_json)
+        prepared = runtime.chat.prepare(me, query, conversation, agent=name, inputs=_inputs(inputs))
+        _finish(runtime, runtime.chat.run_sync(prepared), as_json)
 
 
 @agents_app.command("validate")

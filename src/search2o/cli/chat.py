@@ -1,4 +1,9 @@
-"""CLI commands that talk: ``chat`` (interactive, streamed) and ``ask`` (one turn)."""
+"""CLI commands that talk: ``chat`` (interactive, streamed) and ``ask`` (one turn).
+
+Both go through the chat service (:mod:`search2o.chat`), like the API: a message that answers
+an agent's waiting question goes to that agent, and Ctrl-C stops the answer (its part so far
+is kept as ``interrupted``).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from search2o.cli.common import (
 )
 from search2o.cli.knowledge import AsOpt
 from search2o.errors import InputError, Search2oError
-from search2o.query.turn import TurnEvent
+from search2o.events import Event
 from search2o.runtime import Runtime
 
 __all__ = ["ask", "chat", "print_turn"]
@@ -30,7 +35,7 @@ HELP = (
 )
 
 
-def print_turn(events: Iterator[TurnEvent]) -> dict[str, Any]:
+def print_turn(events: Iterator[Event]) -> dict[str, Any]:
     """Stream a turn's answer to the terminal, then its sources; return the last event's data.
 
     Tool calls print as dim lines (``searching: <query>``); citations as ``[n] title — path``.
@@ -71,13 +76,13 @@ def ask(
     """Ask one question: stream the answer with its sources (a new conversation by default)."""
     with open_runtime() as runtime:
         principal = runtime.principal_for(as_user)
-        turn = runtime.turns.prepare(principal, question, conversation)
+        prepared = runtime.chat.prepare(principal, question, conversation)
         if as_json:
-            events = [{"event": e.kind, "data": e.data} for e in runtime.turns.run_sync(turn)]
+            events = [{"event": e.kind, "data": e.data} for e in runtime.chat.run_sync(prepared)]
             print_json(events)
             failed = events[-1]["event"] == "error"
         else:
-            last = print_turn(runtime.turns.run_sync(turn))
+            last = print_turn(runtime.chat.run_sync(prepared))
             failed = last.get("kind") == "error"
             console.print(Text(f"conversation {last.get('conversation_id')}", style="dim"))
     if failed:
@@ -152,8 +157,8 @@ def chat(
                     if not _command(runtime, principal, line, state):
                         return
                     continue
-                turn = runtime.turns.prepare(principal, line, state["conversation"])
-                last = print_turn(runtime.turns.run_sync(turn))
+                prepared = runtime.chat.prepare(principal, line, state["conversation"])
+                last = print_turn(runtime.chat.run_sync(prepared))
                 state["conversation"] = last.get("conversation_id", state["conversation"])
                 state["answer"] = last.get("message_id")
             except Search2oError as exc:

@@ -149,7 +149,7 @@ def demo(
         for text in question or DEMO_TURNS:
             console.rule(Text(text, style="bold"))
             last = print_turn(
-                runtime.turns.run_sync(runtime.turns.prepare(principal, text, conversation))
+                runtime.chat.run_sync(runtime.chat.prepare(principal, text, conversation))
             )
             conversation = last.get("conversation_id", conversation)
         console.print(

@@ -41,6 +41,7 @@ from search2o.storage.models import (
     StateSnapshot,
     utcnow,
 )
+from search2o.storage.run_models import Run, RunEvents
 
 __all__ = [
     "ConversationInfo",
@@ -192,14 +193,17 @@ def open_message(sealer: Sealer, row: Message) -> tuple[str, list[dict[str, Any]
 def delete_conversations(session: Session, conversation_ids: Iterable[str]) -> int:
     """Delete conversations with everything under them; return how many were deleted.
 
-    Children go first, explicitly (nothing relies on the backend's cascade): traces, messages,
-    summary, agent state and its changes, the data key.
+    Children go first, explicitly (nothing relies on the backend's cascade): traces, runs and
+    their events, messages, summary, agent state and its changes, the data key.
     """
     ids = list(conversation_ids)
     if not ids:
         return 0
     message_ids = select(Message.id).where(Message.conversation_id.in_(ids))
     session.execute(delete(RetrievalTrace).where(RetrievalTrace.message_id.in_(message_ids)))
+    run_ids = select(Run.id).where(Run.conversation_id.in_(ids))
+    session.execute(delete(RunEvents).where(RunEvents.run_id.in_(run_ids)))
+    session.execute(delete(Run).where(Run.conversation_id.in_(ids)))
     session.execute(delete(Message).where(Message.conversation_id.in_(ids)))
     for table in (
         ConversationSummary,

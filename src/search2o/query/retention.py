@@ -14,13 +14,13 @@ their data key. It runs inside the server every ``retention.sweep_interval_s`` a
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
+from search2o import aio
 from search2o.config import RetentionSettings
 from search2o.crypto.vault import Vault
 from search2o.query.conversations import delete_conversations
@@ -87,11 +87,10 @@ def sweep(
 
 async def run_sweeper(database: Database, vault: Vault, retention: RetentionSettings) -> None:
     """Sweep every ``retention.sweep_interval_s`` seconds until cancelled (server lifespan)."""
-    while True:
-        try:
-            report = await asyncio.to_thread(sweep, database, vault, retention)
-            if report.deleted:
-                log.info("retention sweep", extra={"fields": {"deleted": report.deleted}})
-        except Exception:
-            log.exception("retention sweep failed; retrying at the next interval")
-        await asyncio.sleep(retention.sweep_interval_s)
+
+    def once() -> None:
+        report = sweep(database, vault, retention)
+        if report.deleted:
+            log.info("retention sweep", extra={"fields": {"deleted": report.deleted}})
+
+    await aio.every(retention.sweep_interval_s, once, "retention sweep")

@@ -2,7 +2,7 @@
 
 :meth:`TurnEngine.prepare` validates the request and checks the conversation's owner before
 anything is written (so a bad request or another user's conversation changes nothing).
-:meth:`TurnEngine.run` then streams :class:`TurnEvent` values:
+:meth:`TurnEngine.run` then streams :mod:`search2o.events` values:
 
 ``conversation`` (first: the id, created or continued) → ``tool_call`` per call → ``citation`` on
 each source's first use in the answer → ``delta`` pieces → ``done`` (or ``error``).
@@ -20,7 +20,9 @@ turns meanwhile. Synchronous callers use :meth:`TurnEngine.run_sync` / :meth:`Tu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +37,15 @@ from search2o.accounts import Principal
 from search2o.config import ChatSettings, RetentionSettings
 from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import NotFoundError, Search2oError
+from search2o.events import (
+    CitationEvent,
+    ConversationEvent,
+    DeltaEvent,
+    DoneEvent,
+    Event,
+    ToolCallEvent,
+    error_event,
+)
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import ChatMessage, ChatModel, Passage, TextDelta, ToolCall
 from search2o.providers.tokens import build_token_counter
@@ -60,17 +71,9 @@ from search2o.storage.models import (
 )
 from search2o.textrules import check_text
 
-__all__ = ["PreparedTurn", "TurnEngine", "TurnEvent"]
+__all__ = ["PreparedTurn", "TurnEngine"]
 
 log = logging.getLogger("search2o.query")
-
-
-@dataclass(frozen=True)
-class TurnEvent:
-    """One event of a turn: ``kind`` is the SSE event name, ``data`` its JSON payload."""
-
-    kind: str
-    data: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,7 @@ class TurnEngine:
 
     def ask(
         self, principal: Principal, message: str, conversation_id: str | None = None
-    ) -> list[TurnEvent]:
+    ) -> list[Event]:
         """Run one whole turn and return its events (for callers that do not stream).
 
         Blocking; not to be called from a running event loop (use ``async for`` on :meth:`run`).
@@ -190,7 +193,7 @@ class TurnEngine:
         """
         return list(self.run_sync(self.prepare(principal, message, conversation_id)))
 
-    def run_sync(self, turn: PreparedTurn) -> Iterator[TurnEvent]:
+    def run_sync(self, turn: PreparedTurn) -> Iterator[Event]:
         """:meth:`run` for synchronous callers, on the background loop of :mod:`search2o.aio`.
 
         Closing the iterator early (``close()``, Ctrl-C) cancels the turn and returns once the
@@ -198,11 +201,16 @@ class TurnEngine:
         """
         return aio.iterate(self.run(turn))
 
-    async def run(self, turn: PreparedTurn) -> AsyncIterator[TurnEvent]:
+    async def run(
+        self, turn: PreparedTurn, stop: threading.Event | None = None
+    ) -> AsyncIterator[Event]:
         """Run a prepared turn, yielding its events (see the module docstring).
 
-        Cancelling the task that iterates it (a client gone) stores the partial answer with
-        status ``interrupted`` before the cancellation propagates.
+        Setting ``stop`` (from any thread) ends the answer within ``_STOP_POLL_S`` even while
+        the model is silent: the partial answer is stored as ``interrupted`` and the last event
+        is ``done`` with ``status: "interrupted"``. Cancelling the task that iterates it, or
+        closing the iterator, stores the partial answer the same way before the cancellation
+        propagates.
 
         Raises:
             NotFoundError: the conversation was deleted between prepare and run.
@@ -218,28 +226,29 @@ class TurnEngine:
         conversation, user_message, history, created = await asyncio.to_thread(
             self._open, turn, title
         )
-        yield TurnEvent(
-            "conversation",
-            {
-                "conversation_id": conversation.id,
-                "title": history.title,
-                "created": created,
-                "user_message_id": user_message.id,
-            },
+        yield ConversationEvent(
+            conversation_id=conversation.id,
+            title=history.title,
+            created=created,
+            user_message_id=user_message.id,
         )
         state = _AnswerState(CitationRegistry())
         state.filter = CitationFilter(state.registry)
         trace: dict[str, Any] = {"model": self.model.model_id, "tool_calls": []}
         status = "interrupted"
+        stopped = False
         try:
-            async for event in self._turn(turn, history, state, trace, clock):
+            async for event in _until_stopped(
+                self._turn(turn, history, state, trace, clock), stop
+            ):
                 yield event
             status = "complete"
+        except _StoppedError:
+            stopped = True
         except Search2oError as exc:
             status = "failed"
             state.error = exc
-        except Exception as exc:  # a bug in a model or tool: report it, keep the transcript
-            log.exception("chat turn failed", extra={"fields": {"conversation": conversation.id}})
+        except Exception as exc:  # a bug in a model or tool: reported (and logged) by error_event
             status = "failed"
             state.error = exc
         finally:
@@ -256,30 +265,19 @@ class TurnEngine:
                     "written; nothing was stored"
                 )
         if state.error is not None:
-            yield TurnEvent(
-                "error",
-                {
-                    "error": type(state.error).__name__
-                    if isinstance(state.error, Search2oError)
-                    else "InternalError",
-                    "message": str(state.error)
-                    if isinstance(state.error, Search2oError)
-                    else "the chat model or a tool failed; the server log has the details",
-                    "message_id": answer_id,
-                },
+            yield error_event(
+                state.error, message_id=answer_id, conversation_id=conversation.id
             )
             return
-        yield TurnEvent(
-            "done",
-            {
-                "conversation_id": conversation.id,
-                "message_id": answer_id,
-                "text": state.text,
-                "citations": [c.to_dict() for c in state.filter.used],
-                "searched": state.searched,
-                "message_truncated": turn.truncated,
-                "timings": trace["timings"],
-            },
+        yield DoneEvent(
+            conversation_id=conversation.id,
+            message_id=answer_id,
+            text=state.text,
+            citations=[c.to_dict() for c in state.filter.used],
+            searched=state.searched,
+            message_truncated=turn.truncated,
+            timings=trace["timings"],
+            **({"status": "interrupted"} if stopped else {}),
         )
 
     # ---------------------------------------------------------------------------------------
@@ -421,7 +419,7 @@ class TurnEngine:
         state: _AnswerState,
         trace: dict[str, Any],
         clock: _Clock,
-    ) -> AsyncIterator[TurnEvent]:
+    ) -> AsyncIterator[Event]:
         tools = await asyncio.to_thread(self._tools, turn.principal)
         by_name = {tool.spec.name: tool for tool in tools}
         message = turn.model_message or turn.message
@@ -450,9 +448,7 @@ class TurnEngine:
         state.searched = True
         calls = calls[: self._settings.max_tool_calls]
         for call in calls:
-            yield TurnEvent(
-                "tool_call", {"id": call.id, "name": call.name, "arguments": call.arguments}
-            )
+            yield ToolCallEvent(id=call.id, name=call.name, arguments=call.arguments)
         outcomes = await self._run_tools(turn.principal, calls, by_name, clock)
         found: list[list[Passage]] = []
         packed: list[dict[str, Any]] = []
@@ -486,15 +482,15 @@ class TurnEngine:
                 for emitted in self._emit(event.text, state, clock):
                     yield emitted
 
-    def _emit(self, text: str, state: _AnswerState, clock: _Clock) -> Iterator[TurnEvent]:
+    def _emit(self, text: str, state: _AnswerState, clock: _Clock) -> Iterator[Event]:
         safe, fresh = state.filter.feed(text)
         for citation in fresh:
-            yield TurnEvent("citation", citation.to_dict())
+            yield CitationEvent(**citation.to_dict())
         if safe:
             if clock.first_token_s is None:
                 clock.first_token_s = time.perf_counter() - clock.started
             state.text += safe
-            yield TurnEvent("delta", {"text": safe})
+            yield DeltaEvent(text=safe)
 
     async def _run_tools(
         self,
@@ -552,6 +548,51 @@ class TurnEngine:
                 return message.id
         except NotFoundError:
             return None
+
+
+_STOP_POLL_S = 0.05
+
+
+class _StoppedError(Exception):
+    """Raised inside :meth:`TurnEngine.run` when its ``stop`` event is set."""
+
+
+async def _until_stopped(
+    events: AsyncIterator[Event], stop: threading.Event | None
+) -> AsyncIterator[Event]:
+    """Pass ``events`` through until ``stop`` is set; then cancel the pending step and raise.
+
+    The step in progress (a model call, a tool) is cancelled, so a silent model does not delay
+    the stop: the generator's own clean-up (closing the model's stream) runs as it is cancelled.
+
+    Raises:
+        _StoppedError: ``stop`` was set.
+
+    """
+    if stop is None:
+        async for event in events:
+            yield event
+        return
+    iterator = aiter(events)
+    try:
+        while True:
+            if stop.is_set():
+                raise _StoppedError
+            step = asyncio.ensure_future(anext(iterator))
+            while not step.done():
+                await asyncio.wait({step}, timeout=_STOP_POLL_S)
+                if stop.is_set() and not step.done():
+                    step.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await step
+                    raise _StoppedError
+            try:
+                event = step.result()
+            except StopAsyncIteration:
+                return
+            yield event
+    finally:
+        await aio.aclose(iterator)
 
 
 async def _timed(events: AsyncIterator[Any], clock: _Clock) -> AsyncIterator[Any]:

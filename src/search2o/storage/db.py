@@ -206,6 +206,15 @@ class Database:
         with self.engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
 
+    @classmethod
+    def head_revision(cls) -> str:
+        """Return the newest migration revision this version of search2o ships."""
+        from alembic.script import ScriptDirectory
+
+        head = ScriptDirectory.from_config(cls._alembic_config()).get_current_head()
+        assert head is not None  # the package always ships migrations
+        return str(head)
+
     def describe(self) -> str:
         """Return the URL with any password hidden, for logs and messages."""
         return self.url.render_as_string(hide_password=True)

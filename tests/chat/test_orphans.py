@@ -1,0 +1,88 @@
+"""A process killed mid-answer (SIGKILL) never leaves a transcript ending on an unanswered
+question: the next sweep marks its run interrupted and stores what it had written."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import select
+
+from search2o.config import Settings
+from search2o.runtime import Runtime
+from search2o.storage.models import utcnow
+from search2o.storage.run_models import Run
+from tests.conftest import MemoEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
+    settings: Settings, embedder: MemoEmbedder
+) -> None:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
+    env = {k: v for k, v in env.items() if not k.startswith("SEARCH2O_")}
+    command = [sys.executable, "-m", "tests.chat.orphan_writer", str(settings.data_dir)]
+    writer = subprocess.Popen(
+        [*command, settings.resolved_database_url],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None
+        line = writer.stdout.readline().split()
+        assert line[0] == "started", line
+        conversation_id, run_id = line[1], line[2]
+        # Let it record a few more batches, then kill it the way the OOM killer would.
+        runs = settings.runs.model_copy(update={"stale_s": 0.5, "heartbeat_s": 0.1})
+        runtime = Runtime(settings.model_copy(update={"runs": runs}))
+        runtime.__dict__["embedder"] = embedder
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with runtime.database.session() as session:
+                recorded = session.scalar(select(Run.last_seq).where(Run.id == run_id)) or 0
+            if recorded >= 9:  # the conversation event and 8 deltas
+                break
+            time.sleep(0.05)
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        if writer.stdout is not None:
+            writer.stdout.close()
+    try:
+        principal = runtime.local_principal()
+        assert runtime.chat.runs.info(principal, run_id).status == "running"
+        # While the heartbeat is fresh nothing happens; once it is stale, the sweep interrupts.
+        assert runtime.chat.runs.sweep(now=utcnow() - timedelta(seconds=10)).interrupted == 0
+        assert runtime.chat.runs.sweep(now=utcnow() + timedelta(seconds=5)).interrupted == 1
+        assert runtime.chat.runs.info(principal, run_id).status == "interrupted"
+        messages = runtime.conversations.messages(principal, conversation_id)
+        assert [m.role for m in messages] == ["user", "assistant"]
+        answer = messages[1]
+        assert answer.status == "interrupted"
+        words = answer.text.split()
+        assert len(words) >= 8 and words == [f"word{i}" for i in range(len(words))]
+
+        # A client following the run gets what was recorded, then an error saying why it ended.
+        async def follow() -> list:
+            return [e async for _, e in runtime.chat.follow(principal, run_id)]
+
+        events = asyncio.run(follow())
+        assert events[0].kind == "conversation" and events[-1].kind == "error"
+        assert events[-1].data["error"] == "RunInterrupted"
+        assert "".join(e.data["text"] for e in events if e.kind == "delta") == answer.text
+        # A second sweep changes nothing: one answer, never two.
+        assert runtime.chat.runs.sweep(now=utcnow() + timedelta(seconds=5)).interrupted == 0
+        assert len(runtime.conversations.messages(principal, conversation_id)) == 2
+    finally:
+        runtime.close()
