@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from pathlib import PurePath
 
+from search2o.config import KnowledgeSettings
 from search2o.errors import CorruptFileError, UnsupportedFileError
 from search2o.knowledge.docx_loader import load_docx
 from search2o.knowledge.html_loader import load_html
@@ -24,9 +25,8 @@ from search2o.knowledge.pdf_loader import load_pdf
 from search2o.knowledge.sections import (
     LoadedDocument,
     Section,
-    SectionBuilder,
     finish_document,
-    normalise_block,
+    new_builder,
 )
 from search2o.knowledge.textdecode import decode_text
 
@@ -40,11 +40,11 @@ MEDIA_TEXT = "text/plain"
 # --------------------------------------------------------------------------------------------
 
 
-def _load_text(filename: str, data: bytes) -> LoadedDocument:
-    text = normalise_block(decode_text(filename, data))
-    if not text:
-        raise CorruptFileError(filename, "file is empty")
-    return finish_document(filename, None, MEDIA_TEXT, (Section(heading_path=(), text=text),))
+def _load_text(filename: str, data: bytes, settings: KnowledgeSettings) -> LoadedDocument:
+    text = decode_text(filename, data)
+    builder = new_builder(filename, settings)
+    builder.add(text)
+    return finish_document(filename, (), MEDIA_TEXT, builder, empty_reason="file is empty")
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,13 +80,13 @@ def _atx_heading(line: str) -> tuple[int, str] | None:
     return len(match.group(1)), content
 
 
-def _load_markdown(filename: str, data: bytes) -> LoadedDocument:
+def _load_markdown(filename: str, data: bytes, settings: KnowledgeSettings) -> LoadedDocument:
     text = decode_text(filename, data).replace("\r\n", "\n").replace("\r", "\n")
     text = _strip_front_matter(text)
     if not text.strip():
         raise CorruptFileError(filename, "file is empty")
 
-    builder = SectionBuilder()
+    builder = new_builder(filename, settings)
     body: list[str] = []  # lines of the current section's body
     fence: str | None = None  # the opening fence while inside a fenced code block
 
@@ -127,15 +127,14 @@ def _load_markdown(filename: str, data: bytes) -> LoadedDocument:
             continue
         body.append(line)
     flush_body()
-    sections = builder.sections()
-    return finish_document(filename, builder.document_heading, MEDIA_MARKDOWN, sections)
+    return finish_document(filename, [builder.document_heading], MEDIA_MARKDOWN, builder)
 
 
 # --------------------------------------------------------------------------------------------
 # Dispatch
 # --------------------------------------------------------------------------------------------
 
-_LOADERS: dict[str, Callable[[str, bytes], LoadedDocument]] = {
+_LOADERS: dict[str, Callable[[str, bytes, KnowledgeSettings], LoadedDocument]] = {
     ".md": _load_markdown,
     ".markdown": _load_markdown,
     ".txt": _load_text,
@@ -150,22 +149,31 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_LOADERS)
 """Lower-cased file suffixes :func:`load_document` reads, with the leading dot."""
 
 
-def load_document(filename: str, data: bytes) -> LoadedDocument:
+def load_document(
+    filename: str, data: bytes, settings: KnowledgeSettings | None = None
+) -> LoadedDocument:
     """Read one file's bytes into a titled, sectioned :class:`LoadedDocument`.
 
     Args:
         filename: the file's name (a path is fine); only its lower-cased suffix chooses the
             format, and its stem is the fallback title. Errors name it as their ``field``.
         data: the whole file content.
+        settings: the per-document bounds (``max_extracted_chars``, ``max_pages``,
+            ``max_unpacked_bytes``, ``max_xml_bytes``, ``max_compression_ratio``,
+            ``max_extract_seconds``, ``max_title_chars``); defaults when ``None``.
 
     Returns:
-        The document with at least one non-empty section, in document order.
+        The document with at least one non-empty section, in document order. Titles and
+        headings are clean bounded lines, body text holds no control characters but tab and
+        newline (see :mod:`search2o.knowledge.textclean`).
 
     Raises:
         UnsupportedFileError: the suffix is not in :data:`SUPPORTED_SUFFIXES`, or a text format
             holds binary content.
         CorruptFileError: the file is empty, cannot be decoded or parsed (bad PDF/DOCX,
-            encrypted PDF), or holds no text.
+            encrypted PDF, a DOCX part compressed other than by Deflate), or holds no text.
+        InputError: the document is over one of the bounds in ``settings``; the reason names
+            the setting, e.g. ``"... (knowledge.max_pages)"``.
 
     """
     suffix = PurePath(filename.replace("\\", "/")).suffix.lower()
@@ -178,4 +186,4 @@ def load_document(filename: str, data: bytes) -> LoadedDocument:
         )
     if not data.strip():
         raise CorruptFileError(filename, "file is empty")
-    return loader(filename, data)
+    return loader(filename, data, settings or KnowledgeSettings())
