@@ -71,13 +71,52 @@ class EmbeddingSettings(BaseModel):
 
 
 class KnowledgeSettings(BaseModel):
-    """Chunking, search and ingestion limits."""
+    """Chunking, search and ingestion limits.
+
+    The ``max_*`` bounds of one document (besides ``max_file_bytes``) stop a hostile file —
+    a decompression bomb, a page that repeats one drawing thousands of times — before it costs
+    more than a large real document: a document over any of them is skipped with a reason that
+    names the setting. Defaults are sized for documents of about 2,000 pages; the reasoning
+    and measurements are in docs/knowledge-store.md ("Bounds per document").
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     chunk_tokens: int = Field(default=200, ge=16, le=8192)
     overlap_tokens: int = Field(default=40, ge=0, le=4096)
     max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    max_extracted_chars: int = Field(
+        default=5_000_000, ge=1, description="text characters one document may yield"
+    )
+    max_chunks_per_document: int = Field(
+        default=10_000, ge=1, description="chunks (so embedding calls' inputs) per document"
+    )
+    max_pages: int = Field(default=2_000, ge=1, description="pages of a PDF, counted first")
+    max_unpacked_bytes: int = Field(
+        default=128 * 1024 * 1024,
+        ge=1,
+        description="bytes a document unpacks to: a DOCX's ZIP entries (central directory "
+        "sizes), a PDF's decoded page content streams",
+    )
+    max_xml_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1,
+        description="uncompressed bytes of a DOCX's XML parts, which are parsed into a tree",
+    )
+    max_compression_ratio: int = Field(
+        default=100,
+        ge=1,
+        description="largest uncompressed/compressed ratio of a DOCX part over 1 MiB or a PDF "
+        "page's content stream (Apache POI's ZipSecureFile refuses beyond 100 too)",
+    )
+    max_extract_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="CPU seconds of the ingesting thread one document's extraction may take",
+    )
+    max_title_chars: int = Field(
+        default=300, ge=1, le=500, description="longest title or heading kept (then cut with …)"
+    )
     max_query_chars: int = Field(default=2000, ge=1)
     max_k: int = Field(default=100, ge=1, le=1000)
     # Cormack, Clarke & Büttcher (SIGIR 2009) use k = 60 in Reciprocal Rank Fusion.

@@ -35,7 +35,8 @@ def play(reg: CitationRegistry, stream: list[str]) -> tuple[str, list[int], list
 def test_registry_numbers_each_source_once_and_merges_its_chunks() -> None:
     reg = CitationRegistry()
     assert reg.register("doc:7", title="Vacation", source="a.md", document_id=7, chunk_id=70) == 1
-    assert reg.register("url:https://x.org", title="X", source="https://x.org", url="x") == 2
+    web_url = "https://x.org"
+    assert reg.register(f"url:{web_url}", title="X", source=web_url, url=web_url) == 2
     # a later chunk of the same document keeps its number and adds the chunk
     assert reg.register("doc:7", title="Vacation", source="a.md", document_id=7, chunk_id=71) == 1
     assert reg.register("doc:7", title="Vacation", source="a.md", document_id=7, chunk_id=70) == 1
@@ -56,7 +57,7 @@ def test_registry_numbers_each_source_once_and_merges_its_chunks() -> None:
         "url": None,
     }
     web = reg.get(2)
-    assert web is not None and web.chunk_ids == [] and web.url == "x"
+    assert web is not None and web.chunk_ids == [] and web.url == "https://x.org"
     assert reg.get(0) is None and reg.get(4) is None
 
 
@@ -153,3 +154,17 @@ def test_a_citation_lists_every_heading_its_chunks_sit_under() -> None:
     assert cited.heading_path == ["Benefits", "PTO"]
     assert cited.headings == [["Benefits", "PTO"], ["Benefits", "Sabbatical"]]
     assert cited.chunk_ids == [1, 2, 3, 4]
+
+
+def test_a_citation_never_carries_an_unsafe_url_and_its_source_stays_text() -> None:
+    reg = CitationRegistry()
+    number = reg.register(
+        "url:javascript:alert(1)",
+        title="Click me",
+        source="javascript:alert(1)",
+        url=" JaVaScRiPt:alert(1)",
+    )
+    citation = reg.get(number)
+    assert citation is not None
+    assert citation.url is None and citation.to_dict()["url"] is None
+    assert citation.source == "javascript:alert(1)"

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from search2o.errors import InputError
+from search2o.knowledge.bounds import over_bound
 from search2o.knowledge.loaders import LoadedDocument
 
 __all__ = ["Chunk", "chunk_document"]
@@ -269,6 +270,7 @@ def chunk_document(
     *,
     chunk_tokens: int = 200,
     overlap_tokens: int = 40,
+    max_chunks: int | None = None,
 ) -> list[Chunk]:
     """Cut a loaded document into chunks of at most ``chunk_tokens`` tokens.
 
@@ -286,6 +288,8 @@ def chunk_document(
         chunk_tokens: the maximum tokens per chunk; at least 16.
         overlap_tokens: the maximum tokens repeated from the previous chunk; from 0 to less
             than ``chunk_tokens // 2``.
+        max_chunks: the most chunks the document may make (``knowledge.
+            max_chunks_per_document``); chunking stops at the first section that passes it.
 
     Returns:
         Chunks in document order with ordinals 0..n-1; deterministic for the same input and
@@ -293,7 +297,8 @@ def chunk_document(
 
     Raises:
         InputError: ``chunk_tokens`` below 16 (field ``chunk_tokens``), or ``overlap_tokens``
-            negative or not below ``chunk_tokens // 2`` (field ``overlap_tokens``).
+            negative or not below ``chunk_tokens // 2`` (field ``overlap_tokens``), or the
+            document makes more than ``max_chunks`` chunks (field ``document``).
 
     """
     if chunk_tokens < MIN_CHUNK_TOKENS:
@@ -316,5 +321,9 @@ def chunk_document(
                     heading_path=section.heading_path,
                     token_count=tokens,
                 )
+            )
+        if max_chunks is not None and len(chunks) > max_chunks:
+            raise over_bound(
+                "document", "max_chunks_per_document", f"it makes more than {max_chunks} chunks"
             )
     return chunks

@@ -3,13 +3,20 @@
 For each file: size check, content hash (SHA-256), then — only when the hash changed — load,
 chunk, embed (outside any transaction, it is the slow part), and finally one transaction that
 replaces the document's chunks and vectors. An interruption (Ctrl-C) therefore leaves every
-document either fully indexed, as before, or absent. Bad files are skipped with a reason and
-never stop the batch.
+document either fully indexed, as before, or absent.
+
+One bad file never stops a batch: whatever goes wrong while one document is read, loaded,
+chunked, embedded or stored (other than Ctrl-C, and other than vectors of another embedding
+model, which concerns every document) makes that document ``skipped`` with a one-line reason,
+its transaction is rolled back so nothing of it is kept, and the next file goes on. A bad
+file's own problems (:class:`~search2o.errors.InputError`: unsupported, corrupt, over a
+``knowledge.*`` bound) are expected; anything else is also logged with its traceback.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -23,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from search2o.config import KnowledgeSettings
-from search2o.errors import InputError
+from search2o.errors import IndexMismatchError, InputError, Search2oError
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.chunking import Chunk as ChunkPiece
 from search2o.knowledge.chunking import chunk_document
@@ -33,8 +40,40 @@ from search2o.providers.embeddings import Embedder
 from search2o.storage.db import Database, bump_counter
 from search2o.storage.models import Chunk, ChunkEmbedding, Document, DocumentAccess, utcnow
 from search2o.storage.vectors import KNOWLEDGE_COUNTER, VectorIndex
+from search2o.textrules import text_problem
 
 __all__ = ["IngestOutcome", "IngestSummary", "Ingestor", "iter_files"]
+
+log = logging.getLogger("search2o.knowledge")
+
+# documents.source is a String(2000) column; PostgreSQL refuses longer values (SQLite would not).
+_MAX_SOURCE_CHARS: int = getattr(Document.__table__.c.source.type, "length", None) or 2000
+_MAX_REASON_CHARS = 300
+
+
+class _Stage:
+    """Names the step one document is at, for the reason when that step fails."""
+
+    def __init__(self) -> None:
+        self.name = "read"
+
+
+def _failure(stage: str, exc: Exception) -> str:
+    """One line saying what failed: our own message, or the error's type and first line.
+
+    Database errors give the driver's message only (no SQL, no parameters, which would hold
+    the document's text).
+    """
+    if isinstance(exc, Search2oError):
+        message = exc.message
+    else:
+        original = getattr(exc, "orig", None) or exc
+        first = (str(original).strip().splitlines() or [""])[0]
+        message = f"{type(original).__name__}: {first}" if first else type(original).__name__
+    message = " ".join(message.split())
+    if len(message) > _MAX_REASON_CHARS:
+        message = message[: _MAX_REASON_CHARS - 1] + "\u2026"
+    return f"could not be {stage}: {message}"
 
 Status = Literal["added", "updated", "unchanged", "skipped"]
 
@@ -154,7 +193,10 @@ class Ingestor:
         return summary
 
     def _ingest_file(self, file: Path, access: AccessList) -> IngestOutcome:
-        source = str(file.resolve())
+        try:
+            source = str(file.resolve())
+        except (OSError, RuntimeError) as exc:  # a symlink loop, a vanished folder
+            return IngestOutcome(str(file), "skipped", reason=f"unreadable: {exc}")
         if file.suffix.lower() not in SUPPORTED_SUFFIXES:
             return IngestOutcome(source, "skipped", reason=f"unsupported file type {file.suffix!r}")
         try:
@@ -176,16 +218,43 @@ class Ingestor:
 
         Returns:
             ``unchanged`` when hash and access list match the stored document, ``updated``
-            when it existed, ``added`` otherwise, ``skipped`` (with a reason) for bad files.
+            when it existed, ``added`` otherwise, ``skipped`` (with a one-line reason) for a
+            bad file or any failure of this one document (see the module docstring); a
+            skipped document leaves nothing written.
 
         Raises:
             IndexMismatchError: stored vectors come from another embedding model.
 
         """
+        problem = text_problem(source)
+        if problem is not None:
+            return IngestOutcome(source, "skipped", reason=f"source {problem}")
+        if len(source) > _MAX_SOURCE_CHARS:
+            reason = f"source is {len(source)} characters long; the limit is {_MAX_SOURCE_CHARS}"
+            return IngestOutcome(source, "skipped", reason=reason)
         if len(data) > self.settings.max_file_bytes:
             reason = f"file is over the size limit; the limit is {self.settings.max_file_bytes}"
             return IngestOutcome(source, "skipped", reason=reason)
+        stage = _Stage()
+        try:
+            return self._ingest(source, filename, data, access, stage)
+        except IndexMismatchError:
+            raise
+        except InputError as exc:
+            return IngestOutcome(source, "skipped", reason=exc.reason)
+        except Exception as exc:  # anything else of this one document; Ctrl-C is not caught
+            log.warning(
+                "ingest.skipped",
+                extra={"fields": {"source": source, "stage": stage.name}},
+                exc_info=exc,
+            )
+            return IngestOutcome(source, "skipped", reason=_failure(stage.name, exc))
+
+    def _ingest(
+        self, source: str, filename: str, data: bytes, access: AccessList, stage: _Stage
+    ) -> IngestOutcome:
         digest = hashlib.sha256(data).hexdigest()
+        stage.name = "stored"
         with self.database.session() as session:
             existing = session.scalar(select(Document).where(Document.source == source))
             before = sorted(a.principal for a in existing.access) if existing else None
@@ -208,19 +277,21 @@ class Ingestor:
                     title=existing.title,
                     access_before=changed,
                 )
-        try:
-            loaded = load_document(filename, data)
-            pieces = chunk_document(
-                loaded,
-                self.embedder.count_tokens,
-                chunk_tokens=self.settings.chunk_tokens,
-                overlap_tokens=self.settings.overlap_tokens,
-            )
-        except InputError as exc:
-            return IngestOutcome(source, "skipped", reason=exc.reason)
+        stage.name = "loaded"
+        loaded = load_document(filename, data, self.settings)
+        stage.name = "chunked"
+        pieces = chunk_document(
+            loaded,
+            self.embedder.count_tokens,
+            chunk_tokens=self.settings.chunk_tokens,
+            overlap_tokens=self.settings.overlap_tokens,
+            max_chunks=self.settings.max_chunks_per_document,
+        )
+        stage.name = "embedded"
         vectors = self.embedder.embed(
             [embedding_text(loaded.title, p.heading_path, p.text) for p in pieces]
         )
+        stage.name = "stored"
         for attempt in (1, 2):
             try:
                 with self.database.session() as session:

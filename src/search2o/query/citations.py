@@ -9,6 +9,11 @@ reported once; a number that points outside what was retrieved is removed from t
 What the reader sees is renumbered in order of first use: the answer's first source is [1],
 the next new one [2], whatever their retrieval numbers were (an answer citing only the third
 passage shows [1], not [3]). ``retrieval_number`` keeps the number the model saw.
+
+A citation's ``url`` is a link target that clients may follow, so it is only ever an
+``http``/``https`` address: :func:`safe_link` decides, and :class:`Citation` applies it to
+whatever it is given. Any other address (``javascript:``, ``data:``, ...) becomes ``None``;
+the source stays readable as plain text in ``source``.
 """
 
 from __future__ import annotations
@@ -16,8 +21,58 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["Citation", "CitationFilter", "CitationRegistry"]
+__all__ = ["Citation", "CitationFilter", "CitationRegistry", "safe_link"]
+
+# WHATWG URL Standard, "basic URL parser": leading and trailing C0 controls and spaces are
+# removed, then every ASCII tab or newline anywhere; a scheme is an ASCII letter followed by
+# letters, digits, "+", "-" or ".", up to ":", compared lower-cased.
+_OUTER = "".join(chr(c) for c in range(0x21))
+_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# What may not remain in a link: other controls (C0, DEL, C1), whitespace, and the backslash,
+# which browsers read as "/" in http(s) URLs while urllib does not, so the two would disagree
+# about the host.
+_UNSAFE = re.compile("[\x00-\x20\x7f-\x9f\\\\\u2028\u2029\u00a0]")
+_LINK_SCHEMES = frozenset({"http", "https"})
+# RFC 9110, 4.1: senders and recipients should support URIs of at least 8000 octets.
+_MAX_LINK_CHARS = 8000
+
+
+def safe_link(url: object) -> str | None:
+    r"""Return ``url`` as a browser would read it if it is an http(s) URL with a host, else None.
+
+    The scheme is found as the WHATWG URL Standard's parser finds it (outer C0 controls and
+    spaces and inner tabs/newlines removed, case ignored), so `` JaVaScRiPt:``,
+    ``java\tscript:`` and ``\x01javascript:`` are all ``javascript:`` and refused. What is
+    left must parse with :func:`urllib.parse.urlsplit` to a host (and a valid port), be at most
+    8,000 characters long (RFC 9110, 4.1) and hold no control character, whitespace or
+    backslash.
+
+    Args:
+        url: an address from outside (a web search result), or anything else.
+
+    Returns:
+        The cleaned address (outer controls/spaces and tabs/newlines removed), or ``None``.
+
+    """
+    if not isinstance(url, str):
+        return None
+    text = _TAB_OR_NEWLINE.sub("", url.strip(_OUTER))
+    scheme = _SCHEME.match(text)
+    if scheme is None or scheme.group(1).lower() not in _LINK_SCHEMES:
+        return None
+    if len(text) > _MAX_LINK_CHARS or _UNSAFE.search(text):
+        return None
+    try:
+        parts = urlsplit(text)
+        _ = parts.port  # raises ValueError for a port out of range or not a number
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return text
 
 
 @dataclass
@@ -26,6 +81,7 @@ class Citation:
 
     ``key`` identifies the source (``doc:<document id>`` or ``url:<address>``);
     ``chunk_ids`` are the chunks of that document the tools returned (empty for web pages).
+    ``url`` is passed through :func:`safe_link` on creation: a link target or ``None``.
     """
 
     number: int
@@ -38,6 +94,9 @@ class Citation:
     url: str | None = None
     headings: list[list[str]] = field(default_factory=list)
     retrieval_number: int | None = None
+
+    def __post_init__(self) -> None:
+        self.url = safe_link(self.url)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form stored with the message and sent in ``citation`` events.

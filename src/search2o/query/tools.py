@@ -18,7 +18,7 @@ from search2o.accounts import Principal
 from search2o.errors import InputError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import Passage, ToolSpec
-from search2o.query.citations import CitationRegistry
+from search2o.query.citations import CitationRegistry, safe_link
 from search2o.query.websearch import WebSearchProvider
 
 __all__ = [
@@ -47,7 +47,11 @@ _QUERY_SCHEMA = {
 
 @dataclass(frozen=True)
 class Found:
-    """One source a tool found: ``key`` is ``doc:<id>`` or ``url:<address>``."""
+    """One source a tool found: ``key`` is ``doc:<id>`` or ``url:<address>``.
+
+    ``url`` is a link target (an http/https address from :func:`~search2o.query.citations.
+    safe_link`) or ``None``; ``source`` is the address as the engine sent it, as text.
+    """
 
     key: str
     title: str
@@ -200,12 +204,18 @@ class WebSearchTool:
         started = time.perf_counter()
         results = self._provider.search(query, self._k)
         found = [
-            Found(key=f"url:{r.url}", title=r.title, source=r.url, text=r.snippet, url=r.url)
+            Found(
+                key=f"url:{r.url}",
+                title=r.title,
+                source=r.url,
+                text=r.snippet,
+                url=safe_link(r.url),
+            )
             for r in results
         ]
         trace = {
             "query": query,
-            "hits": [{"url": r.url} for r in results],
+            "hits": [{"url": f.url} for f in found],
             "ms": round((time.perf_counter() - started) * 1000, 2),
         }
         return ToolOutcome(found, trace)

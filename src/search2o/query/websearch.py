@@ -23,7 +23,11 @@ __all__ = ["SearxngProvider", "WebResult", "WebSearchProvider", "build_web_searc
 
 @dataclass(frozen=True)
 class WebResult:
-    """One web page: title, address and the engine's snippet."""
+    """One web page: title, address and the engine's snippet, as the engine sent them.
+
+    ``url`` is untrusted text, not yet a link: the ``web_search`` tool passes it through
+    :func:`~search2o.query.citations.safe_link` before it becomes a citation's link target.
+    """
 
     title: str
     url: str
