@@ -206,17 +206,32 @@ class _Timed:
 Runs = dict[str, list[float]]
 
 
-def bench_runs(runtime: Runtime, runs: int) -> tuple[Runs, int]:
+def bench_runs(settings: Settings, runs: int) -> tuple[Runs, int]:
     spent = [0.0]  # model + embedding
     searched = [0.0]  # knowledge + memory searches, embedding excluded
-    runtime.__dict__["embedder"] = _Timed(runtime.embedder, spent, ("embed",))
-    for name in ("agent_runner", "memory", "knowledge"):
-        runtime.__dict__.pop(name, None)
-    runtime.knowledge.ingest_paths(sorted(HANDBOOK.glob("*.md")), AccessList())
-    runtime.__dict__["knowledge"] = _Timed(runtime.knowledge, searched, ("search",), spent)
-    runtime.__dict__["memory"] = _Timed(runtime.memory, searched, ("search",), spent)
+    with Runtime(settings) as base:
+        embedder = _Timed(base.embedder, spent, ("embed",))
+        base.knowledge.ingest_paths(sorted(HANDBOOK.glob("*.md")), AccessList())
+        model = _Timed(base.chat_model, spent, ("stream",))
+    # Two runtimes on one database: the stores of the first, timed, are the parts of the second.
+    with Runtime(settings, embedder=embedder, chat_model=model) as stores:
+        runtime = Runtime(
+            settings,
+            embedder=embedder,
+            chat_model=model,
+            knowledge=_Timed(stores.knowledge, searched, ("search",), spent),
+            memory=_Timed(stores.memory, searched, ("search",), spent),
+        )
+        try:
+            return _timed_runs(runtime, runs, spent, searched)
+        finally:
+            runtime.close()
+
+
+def _timed_runs(
+    runtime: Runtime, runs: int, spent: list[float], searched: list[float]
+) -> tuple[Runs, int]:
     runner = runtime.agent_runner
-    runner._models["default"] = _Timed(runner.model(None), spent, ("stream",))  # type: ignore[assignment]
     definition = parse_definition(FULL, profiles=list(runtime.settings.chat.profiles))
     with runtime.database.session() as session:
         user = Principal.of(create_user(session, "bench-runs@example.com", plan="paid"))
@@ -283,17 +298,11 @@ def main() -> None:
         if server is not None:
             with temporary_pg_database(server, "agents") as name:
                 url = pg_url(server, name)
-                runtime = Runtime(Settings(data_dir=folder / "data", database_url=url))
-                try:
-                    found, commands = bench_runs(runtime, args.runs)
-                finally:
-                    runtime.close()
+                found, commands = bench_runs(
+                    Settings(data_dir=folder / "data", database_url=url), args.runs
+                )
         else:
-            runtime = Runtime(Settings(data_dir=folder / "data"))
-            try:
-                found, commands = bench_runs(runtime, args.runs)
-            finally:
-                runtime.close()
+            found, commands = bench_runs(Settings(data_dir=folder / "data"), args.runs)
     runs_table = Table(title=f"Whole runs ({commands} commands, {args.backend}), ms p50 / p95")
     for name in ("measure", "ms p50 / p95"):
         runs_table.add_column(name)

@@ -134,8 +134,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> Set
 @pytest.fixture
 def runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
     """A runtime on each backend sharing the session's embedder."""
-    rt = Runtime(settings)
-    rt.__dict__["embedder"] = embedder  # fill the cached_property with the shared model
+    rt = Runtime(settings, embedder=embedder)
     try:
         yield rt
     finally:
@@ -151,8 +150,7 @@ def handbook_files() -> list[Path]:
 @pytest.fixture
 def token_runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
     """A runtime whose settings say ``auth_mode=token``, sharing the session's embedder."""
-    rt = Runtime(settings.model_copy(update={"auth_mode": "token"}))
-    rt.__dict__["embedder"] = embedder
+    rt = Runtime(settings.model_copy(update={"auth_mode": "token"}), embedder=embedder)
     try:
         yield rt
     finally:
@@ -180,8 +178,7 @@ def cli(tmp_path: Path, database_url: str) -> Any:
 @pytest.fixture
 def same_runtime(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> Iterator[Runtime]:
     """A runtime on the CLI's data folder (same keyring) and database."""
-    rt = Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url))
-    rt.__dict__["embedder"] = embedder
+    rt = Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url), embedder=embedder)
     try:
         yield rt
     finally:

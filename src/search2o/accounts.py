@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from search2o.errors import AuthenticationError, ConflictError, InputError, NotFoundError
+from search2o.storage import dialect
 from search2o.storage.models import ApiToken, User, utcnow
 from search2o.terminal import has_controls
 from search2o.textrules import check_text
@@ -187,10 +188,6 @@ def ensure_user(
     user = session.scalar(select(User).where(User.email == address))
     if user is not None:
         return user
-    from sqlalchemy.dialects import postgresql, sqlite
-
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     values = {
         "email": address,
         "display_name": address.split("@")[0],
@@ -199,7 +196,8 @@ def ensure_user(
         "is_admin": is_admin,
         "created_at": utcnow(),
     }
-    session.execute(insert(User).values(**values).on_conflict_do_nothing(index_elements=["email"]))
+    statement = dialect.insert(session, User).values(**values)
+    session.execute(statement.on_conflict_do_nothing(index_elements=["email"]))
     return session.scalars(
         select(User).where(User.email == address).execution_options(populate_existing=True)
     ).one()

@@ -20,7 +20,7 @@ from search2o.crypto.vault import Vault
 from search2o.errors import ConfigError, KeyUnavailableError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.memory.store import MemoryStore
-from search2o.providers.chat import ChatModel, build_chat_model
+from search2o.providers.chat import ChatModel, ChatModels
 from search2o.providers.embeddings import Embedder, build_embedder
 from search2o.query.conversations import Conversations
 from search2o.query.turn import TurnEngine
@@ -30,6 +30,8 @@ from search2o.storage.db import Database
 
 __all__ = ["Runtime"]
 
+_OVERRIDABLE = frozenset({"knowledge", "memory"})
+
 
 class Runtime:
     """The database, embedder, Knowledge Store and Query Engine of one process.
@@ -37,14 +39,34 @@ class Runtime:
     Args:
         settings: the validated settings.
         migrate: apply pending migrations when opening the database.
+        embedder: use this embedding model instead of building the configured one (tests,
+            benchmarks: e.g. one model loaded once for many runtimes).
+        chat_model: use this model for the active chat profile (``chat.profile``).
+        overrides: any other part to use instead of building it: ``knowledge``, ``memory``
+            (benchmarks wrap them to time them).
 
     Raises:
         ConfigError, StorageError: the database URL is bad or the database cannot be reached.
 
     """
 
-    def __init__(self, settings: Settings, *, migrate: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        migrate: bool = True,
+        embedder: Embedder | None = None,
+        chat_model: ChatModel | None = None,
+        **overrides: object,
+    ) -> None:
+        unknown = set(overrides) - _OVERRIDABLE
+        if unknown:
+            raise TypeError(f"Runtime cannot take {', '.join(sorted(unknown))}")
         self.settings = settings
+        self._chat_model_override = chat_model
+        # The parts are cached properties: an override is the value they would have cached.
+        parts: dict[str, object] = {"embedder": embedder, **overrides}
+        self.__dict__.update({name: part for name, part in parts.items() if part is not None})
         self.key_provider = build_key_provider(settings.keys, settings.data_dir)
         self.database = Database(
             settings.resolved_database_url, migrate=migrate, key_provider=self.key_provider
@@ -96,9 +118,14 @@ class Runtime:
         return KnowledgeStore(self.database, self.embedder, self.settings.knowledge)
 
     @cached_property
+    def chat_models(self) -> ChatModels:
+        """The chat models of this process, one per profile (built on first use)."""
+        return ChatModels(self.settings.chat, self.embedder, self._chat_model_override)
+
+    @property
     def chat_model(self) -> ChatModel:
-        """The configured chat model (built on first use)."""
-        return build_chat_model(self.settings.chat, self.embedder)
+        """The model of the active chat profile (the Query Engine's)."""
+        return self.chat_models.get()
 
     @cached_property
     def turns(self) -> TurnEngine:
@@ -156,7 +183,7 @@ class Runtime:
             memory=self.memory,
             knowledge=self.knowledge,
             settings=self.settings,
-            embedder=self.embedder,
+            models=self.chat_models,
         )
 
     @cached_property

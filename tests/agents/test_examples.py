@@ -157,7 +157,6 @@ def test_the_examples_from_the_cli(cli: Cli) -> None:
 @pytest.mark.llamacpp
 def test_travel_with_llama_cpp(llama_url: str, runtime: Runtime) -> None:  # noqa: F811
     use_profile(runtime, llama_profile(llama_url))
-    runtime.__dict__.pop("agent_runner", None)
     with serve(create_app(runtime.settings, runtime=runtime)) as client:
         path = EXAMPLES / "travel.json"
         assert client.put("/v1/agents/travel", json=json.loads(path.read_text())).status_code == 201

@@ -183,9 +183,12 @@ def test_a_commands_temperature_builds_its_own_model_once(runtime: Runtime) -> N
 
     profile = ModelProfile(provider="openai", model="m", base_url="http://127.0.0.1:9/v1")
     chat = ChatSettings(profiles={"default": profile.model_copy(update={"temperature": 0.0})})
-    runtime.settings = runtime.settings.model_copy(update={"chat": chat})
-    runtime.__dict__.pop("agent_runner", None)
-    runner = runtime.agent_runner
-    plain, warm = runner.model(None), runner.model(None, 0.7)
-    assert plain is runner.model(None) and warm is runner.model(None, 0.7) and plain is not warm
-    assert warm._profile.temperature == 0.7 and plain._profile.temperature == 0.0  # type: ignore[attr-defined]
+    settings = runtime.settings.model_copy(update={"chat": chat})
+    with Runtime(settings, embedder=runtime.embedder) as other:
+        runner = other.agent_runner
+        plain, warm = runner.model(None), runner.model(None, 0.7)
+        assert plain is runner.model(None) and warm is runner.model(None, 0.7)
+        assert plain is not warm
+        assert warm._profile.temperature == 0.7  # type: ignore[attr-defined]
+        assert plain._profile.temperature == 0.0  # type: ignore[attr-defined]
+        assert other.chat_model is plain  # the Query Engine and the agents share the models

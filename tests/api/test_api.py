@@ -386,8 +386,7 @@ def test_oversized_upload_is_skipped_with_the_limit(
     small = settings.model_copy(
         update={"knowledge": settings.knowledge.model_copy(update={"max_file_bytes": 64})}
     )
-    rt = Runtime(small)
-    rt.__dict__["embedder"] = embedder
+    rt = Runtime(small, embedder=embedder)
     try:
         with serve(create_app(small, runtime=rt)) as client:
             response = client.post(

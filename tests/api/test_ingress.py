@@ -85,8 +85,7 @@ def test_bounds_are_per_route_and_from_settings(
         database_url=database_url,
         api={"max_body_bytes": 4096, "max_upload_bytes": 64 * 1024, "max_definition_bytes": 2048},
     )
-    runtime = Runtime(settings)
-    runtime.__dict__["embedder"] = embedder
+    runtime = Runtime(settings, embedder=embedder)
     try:
         with serve(create_app(settings, runtime=runtime)) as client:
             search = client.post("/v1/search", json={"query": "x" * 5000})

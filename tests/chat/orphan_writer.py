@@ -20,10 +20,8 @@ def main() -> None:
         database_url=sys.argv[2],
         runs={"flush_s": 0.05, "heartbeat_s": 0.1, "stale_s": 0.5},
     )
-    runtime = Runtime(settings)
-    runtime.__dict__["chat_model"] = ScriptedChatModel(
-        answering(" ".join(f"word{i}" for i in range(10_000)), pause=0.05)
-    )
+    model = ScriptedChatModel(answering(" ".join(f"word{i}" for i in range(10_000)), pause=0.05))
+    runtime = Runtime(settings, chat_model=model)
     prepared = runtime.chat.prepare(runtime.local_principal(), "Talk to me")
     deltas = 0
     for event in runtime.chat.run_sync(prepared):

@@ -43,8 +43,7 @@ def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
         conversation_id, run_id = line[1], line[2]
         # Let it record a few more batches, then kill it the way the OOM killer would.
         runs = settings.runs.model_copy(update={"stale_s": 0.5, "heartbeat_s": 0.1})
-        runtime = Runtime(settings.model_copy(update={"runs": runs}))
-        runtime.__dict__["embedder"] = embedder
+        runtime = Runtime(settings.model_copy(update={"runs": runs}), embedder=embedder)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with runtime.database.session() as session:

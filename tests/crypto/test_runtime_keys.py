@@ -14,8 +14,7 @@ from tests.query.doubles import ScriptedChatModel, answering
 
 
 def _with_conversation(settings: Settings) -> str:
-    with Runtime(settings) as runtime:
-        runtime.__dict__["chat_model"] = ScriptedChatModel(answering("Noted."))
+    with Runtime(settings, chat_model=ScriptedChatModel(answering("Noted."))) as runtime:
         events = runtime.turns.ask(runtime.local_principal(), "keep this safe")
         return str(events[0].data["conversation_id"])
 

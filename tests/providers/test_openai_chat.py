@@ -230,7 +230,7 @@ def test_profiles_choose_the_provider_and_bad_profiles_are_config_errors(
     with pytest.raises(ValueError, match="is not a profile"):
         ChatSettings(profile="nope")
     unknown = ChatSettings(profiles={"default": ModelProfile(provider="nope")})
-    with pytest.raises(ConfigError, match=r"chat.profiles.default.provider: unknown"):
+    with pytest.raises(ConfigError, match=r"default\.provider: .nope. is not installed"):
         build_chat_model(unknown, embedder)
     with pytest.raises(ConfigError, match="needs `model`"):
         OpenAIChatModel(ModelProfile(provider="openai", base_url=server.url))

@@ -96,10 +96,7 @@ def open_runtime(
         updates["chat"] = settings.chat.model_copy(update=chat)
     if auth_mode is not None:
         updates["auth_mode"] = auth_mode
-    rt = Runtime(settings.model_copy(update=updates))
-    rt.__dict__["embedder"] = embedder
-    if model is not None:
-        rt.__dict__["chat_model"] = model
+    rt = Runtime(settings.model_copy(update=updates), embedder=embedder, chat_model=model)
     try:
         yield rt
     finally:
@@ -357,6 +354,6 @@ def use_profile(runtime: Runtime, profile: ModelProfile, **chat: Any) -> int:
     """
     settings = ChatSettings(profiles={"default": profile}, **chat)
     runtime.settings = runtime.settings.model_copy(update={"chat": settings})
-    runtime.__dict__.pop("turns", None)
-    runtime.__dict__.pop("chat_model", None)
+    for part in ("turns", "chat_models", "agent_runner", "chat"):
+        runtime.__dict__.pop(part, None)  # built again from the new settings on next use
     return runtime.turns.budget.cap

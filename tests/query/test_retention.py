@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -10,12 +11,13 @@ import pytest
 from sqlalchemy import func, select, update
 
 from search2o.accounts import Principal, create_user
-from search2o.config import RetentionSettings
+from search2o.config import RetentionSettings, Settings
 from search2o.errors import ConfigError, NotFoundError
 from search2o.query.retention import sweep
 from search2o.runtime import Runtime
 from search2o.storage.models import Conversation, ConversationKey, Message, utcnow
-from tests.query.doubles import ScriptedChatModel, answering
+from tests.conftest import MemoEmbedder
+from tests.query.doubles import ScriptedChatModel, answering, open_runtime
 from tests.test_cli import Cli, out
 
 
@@ -26,9 +28,14 @@ def _user(runtime: Runtime, email: str, plan: str) -> Principal:
         return Principal.of(user)
 
 
+@pytest.fixture
+def runtime(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
+    """A runtime whose chat model answers "Noted." to everything."""
+    with open_runtime(settings, embedder, model=ScriptedChatModel(answering("Noted."))) as rt:
+        yield rt
+
+
 def _start(runtime: Runtime, who: Principal, text: str) -> str:
-    runtime.__dict__["chat_model"] = ScriptedChatModel(answering("Noted."))
-    runtime.__dict__.pop("turns", None)
     return str(runtime.turns.ask(who, text)[0].data["conversation_id"])
 
 

@@ -11,14 +11,22 @@ import pytest
 from sqlalchemy import select, text
 
 from search2o.accounts import Principal, create_user
-from search2o.config import ModelProfile
+from search2o.config import ModelProfile, Settings
 from search2o.crypto.vault import Vault
 from search2o.errors import IntegrityCheckError, KeyUnavailableError
 from search2o.query.conversations import Conversations
 from search2o.runtime import Runtime
 from search2o.storage.models import ConversationKey, ConversationSummary, Message, RetrievalTrace
+from tests.conftest import MemoEmbedder
 from tests.providers.test_openai_chat import Scripted, text_stream
-from tests.query.doubles import DOCS, ScriptedChatModel, ingest, searching, use_profile
+from tests.query.doubles import (
+    DOCS,
+    ScriptedChatModel,
+    ingest,
+    open_runtime,
+    searching,
+    use_profile,
+)
 
 CANARY = "Zebra-Canary-7Q4-unicorn"
 
@@ -100,10 +108,14 @@ def test_a_canary_never_reaches_the_database_files_or_a_dump(
         assert CANARY.encode("utf-16-le") not in data, name
 
 
-def test_a_searched_turns_trace_is_sealed_too(runtime: Runtime) -> None:
+def test_a_searched_turns_trace_is_sealed_too(settings: Settings, embedder: MemoEmbedder) -> None:
+    model = ScriptedChatModel(searching("Bicycles go downstairs [1]."))
+    with open_runtime(settings, embedder, model=model) as runtime:
+        _searched_trace_is_sealed(runtime)
+
+
+def _searched_trace_is_sealed(runtime: Runtime) -> None:
     ingest(runtime, DOCS)
-    runtime.__dict__["chat_model"] = ScriptedChatModel(searching("Bicycles go downstairs [1]."))
-    runtime.__dict__.pop("turns", None)
     me = runtime.local_principal()
     events = runtime.turns.ask(me, f"Where do bikes go, {CANARY}?")
     answer_id = events[-1].data["message_id"]
@@ -113,9 +125,14 @@ def test_a_searched_turns_trace_is_sealed_too(runtime: Runtime) -> None:
         assert row is not None and CANARY.encode() not in row.sealed
 
 
+@pytest.fixture
+def silent(settings: Settings, embedder: MemoEmbedder) -> Iterator[Runtime]:
+    """A runtime whose chat model answers nothing (turns store empty answers)."""
+    with open_runtime(settings, embedder, model=ScriptedChatModel(lambda m, t: [])) as rt:
+        yield rt
+
+
 def _two_conversations(runtime: Runtime) -> tuple[Principal, str, str]:
-    runtime.__dict__["chat_model"] = ScriptedChatModel(lambda m, t: [])
-    runtime.__dict__.pop("turns", None)
     me = runtime.local_principal()
     a = runtime.turns.ask(me, "first conversation")[0].data["conversation_id"]
     b = runtime.turns.ask(me, "second conversation")[0].data["conversation_id"]
@@ -138,7 +155,8 @@ def _set_body(runtime: Runtime, message_id: str, body: bytes) -> None:
         row.body = body
 
 
-def test_a_tampered_message_fails_its_integrity_check(runtime: Runtime) -> None:
+def test_a_tampered_message_fails_its_integrity_check(silent: Runtime) -> None:
+    runtime = silent
     me, a, _ = _two_conversations(runtime)
     message = _first_message(runtime, a)
     tampered = bytearray(message.body)
@@ -151,7 +169,8 @@ def test_a_tampered_message_fails_its_integrity_check(runtime: Runtime) -> None:
         runtime.conversations.messages(me, a)
 
 
-def test_a_blob_moved_to_another_conversation_or_user_does_not_open(runtime: Runtime) -> None:
+def test_a_blob_moved_to_another_conversation_or_user_does_not_open(silent: Runtime) -> None:
+    runtime = silent
     me, a, b = _two_conversations(runtime)
     from_a, in_b = _first_message(runtime, a), _first_message(runtime, b)
     _set_body(runtime, in_b.id, from_a.body)
@@ -183,7 +202,8 @@ def _read_everything(runtime: Runtime, me: Principal) -> list[tuple[str, list[st
     )
 
 
-def test_rotate_then_retire_keeps_every_conversation_readable(runtime: Runtime) -> None:
+def test_rotate_then_retire_keeps_every_conversation_readable(silent: Runtime) -> None:
+    runtime = silent
     me, _, _ = _two_conversations(runtime)
     before = _read_everything(runtime, me)
     assert sorted(title for title, _ in before) == ["first conversation", "second conversation"]

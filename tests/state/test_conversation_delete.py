@@ -26,8 +26,7 @@ def _runtime(settings: Settings, hook: HookServer | None = None) -> Iterator[Run
     if hook is not None:
         state = StateSettings(hooks=hook.url, hook_secret=hook.secret, hook_timeout_s=2)
         settings = settings.model_copy(update={"state": state})
-    runtime = Runtime(settings)
-    runtime.__dict__["chat_model"] = ScriptedChatModel(answering("Noted."))
+    runtime = Runtime(settings, chat_model=ScriptedChatModel(answering("Noted.")))
     try:
         yield runtime
     finally:

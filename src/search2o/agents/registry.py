@@ -25,12 +25,12 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from search2o.accounts import Principal
 from search2o.agents.definition import AgentDefinition, parse_definition
 from search2o.errors import InputError, NotFoundError, PermissionDeniedError
 from search2o.memory.store import MemoryStore
+from search2o.storage import dialect
 from search2o.storage.agent_models import Agent
 from search2o.storage.db import Database
 from search2o.storage.models import utcnow
@@ -123,8 +123,6 @@ class AgentRegistry:
         document = json.dumps(definition.source, ensure_ascii=False, sort_keys=False)
         now = utcnow()
         with self._db.session() as session:
-            postgres = session.get_bind().dialect.name == "postgresql"
-            insert = postgresql.insert if postgres else sqlite.insert
             replaced = {
                 "description": definition.description,
                 "definition": document,
@@ -132,7 +130,7 @@ class AgentRegistry:
                 "updated_by": admin.user_id,
             }
             row = session.execute(
-                insert(Agent)
+                dialect.insert(session, Agent)
                 .values(name=definition.name, created_at=now, **replaced)
                 .on_conflict_do_update(index_elements=["name"], set_=replaced)
                 .returning(Agent.created_at, Agent.updated_at)

@@ -61,8 +61,7 @@ from search2o.events import (
 from search2o.knowledge.store import KnowledgeStore
 from search2o.memory.changes import MemoryChanges
 from search2o.memory.store import MemoryStore
-from search2o.providers.chat import ChatMessage, ChatModel, TextDelta, build_chat_model
-from search2o.providers.embeddings import Embedder
+from search2o.providers.chat import ChatMessage, ChatModel, ChatModels, TextDelta
 from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import (
     append_message,
@@ -103,7 +102,7 @@ class AgentRunner:
         memory: long-term memories.
         knowledge: the Knowledge Store the ``search`` command searches.
         settings: the process settings (``chat`` profiles, ``retention``).
-        embedder: handed to chat model factories (the built-in model scores with it).
+        models: the process's chat models, one per profile (shared with the Query Engine).
 
     """
 
@@ -117,7 +116,7 @@ class AgentRunner:
         memory: MemoryStore,
         knowledge: KnowledgeStore,
         settings: Settings,
-        embedder: Embedder,
+        models: ChatModels,
     ) -> None:
         self._db = database
         self._vault = vault
@@ -126,8 +125,7 @@ class AgentRunner:
         self._memory = memory
         self._knowledge = knowledge
         self._settings = settings
-        self._embedder = embedder
-        self._models: dict[str, ChatModel] = {}
+        self._models = models
 
     # --- preparing ------------------------------------------------------------------------------
 
@@ -441,18 +439,10 @@ class AgentRunner:
     def model(self, profile: str | None, temperature: float | None = None) -> ChatModel:
         """Return the chat model of ``profile`` (``None``: ``chat.profile``), built once.
 
-        ``temperature`` builds it with that temperature in place of the profile's.
+        ``temperature`` builds it with that temperature in place of the profile's. The models
+        are the process's (shared with the Query Engine).
         """
-        chat = self._settings.chat
-        name = profile or chat.profile
-        key = name if temperature is None else f"{name}@{temperature:g}"
-        if key not in self._models:
-            profiles = dict(chat.profiles)
-            if temperature is not None:
-                profiles[name] = profiles[name].model_copy(update={"temperature": temperature})
-            settings = chat.model_copy(update={"profile": name, "profiles": profiles})
-            self._models[key] = build_chat_model(settings, self._embedder)
-        return self._models[key]
+        return self._models.get(profile, temperature)
 
 
 class _Services:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from cryptography.hazmat.primitives.keywrap import InvalidUnwrap, aes_key_unwrap, aes_key_wrap
 
 from search2o.config import KeySettings
-from search2o.errors import ConfigError, IntegrityCheckError
+from search2o.errors import IntegrityCheckError
+from search2o.plugins import check_members, load_factory
 
 __all__ = [
     "KeyProvider",
@@ -115,12 +115,7 @@ def build_key_provider(settings: KeySettings, data_dir: Path) -> KeyProvider:
         ConfigError: no provider of that name is installed, or its settings are incomplete.
 
     """
-    found = {ep.name: ep for ep in entry_points(group="search2o.key_providers")}
-    if settings.provider not in found:
-        names = ", ".join(sorted(found)) or "none"
-        raise ConfigError(
-            f"setting keys.provider: unknown key provider {settings.provider!r} "
-            f"(installed: {names})"
-        )
-    provider: KeyProvider = found[settings.provider].load()(settings, data_dir)
+    factory = load_factory("search2o.key_providers", settings.provider, "keys.provider")
+    provider: KeyProvider = factory(settings, data_dir)
+    check_members(provider, ("key_id", "wrap", "unwrap"), f"key provider {settings.provider!r}")
     return provider

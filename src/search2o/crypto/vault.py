@@ -27,12 +27,12 @@ from typing import Any
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import bindparam, func, inspect, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from search2o.crypto.envelope import associated_data, new_data_key, open_json, seal_json
 from search2o.crypto.keys import KeyProvider, WrappedKey
 from search2o.errors import NotFoundError
+from search2o.storage import dialect
 from search2o.storage.db import Database
 from search2o.storage.memory_models import UserKey
 from search2o.storage.models import ConversationKey, utcnow
@@ -197,10 +197,8 @@ class Vault:
 
     def _create_user_key(self, session: Session, user_id: int) -> UserKey:
         wrapped = self.provider.wrap(new_data_key())
-        dialect = session.get_bind().dialect.name
-        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
         session.execute(
-            insert(UserKey)
+            dialect.insert(session, UserKey)
             .values(
                 user_id=user_id,
                 kek_id=wrapped.key_id,

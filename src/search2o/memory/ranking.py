@@ -43,6 +43,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from search2o.storage import dialect
 from search2o.storage.memory_models import Memory
 
 __all__ = ["Pool", "best", "candidates", "embedding_text", "scope"]
@@ -116,7 +117,7 @@ def candidates(
         label: only memories with this label.
 
     """
-    postgres = session.get_bind().dialect.name == "postgresql"
+    postgres = dialect.is_postgres(session)
     dimensions = int(query.shape[0]) if postgres else 0
     statement = _statement(dimensions, agent is not None, label is not None)
     params: dict[str, Any] = {"user_id": user_id, "agent": agent, "label": label}

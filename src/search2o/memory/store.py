@@ -47,7 +47,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
@@ -59,6 +58,7 @@ from search2o.memory.lexical import bm25_shares, encode_hashes, term_hashes, ter
 from search2o.memory.model import MemoryHit, MemoryOutcome, MemoryRecord, Rejection
 from search2o.memory.ranking import Pool, best, candidates, embedding_text, scope
 from search2o.providers.embeddings import Embedder
+from search2o.storage import dialect
 from search2o.storage.db import Database
 from search2o.storage.memory_models import Memory
 from search2o.storage.models import User, utcnow
@@ -212,8 +212,6 @@ class MemoryStore:
         }
         sealer = self._vault.user_sealer(session, user_id, create=True)
         key = sealer.derive(TERMS_PURPOSE)
-        postgres = session.get_bind().dialect.name == "postgresql"
-        insert = postgresql.insert if postgres else sqlite.insert
         now = utcnow()
         for agent, label in sorted(stores):
             text = stores[(agent, label)]
@@ -227,7 +225,7 @@ class MemoryStore:
                 "last_retrieved_at": None,
             }
             session.execute(
-                insert(Memory)
+                dialect.insert(session, Memory)
                 .values(user_id=user_id, agent=agent, label=label, **values)
                 .on_conflict_do_update(index_elements=["user_id", "agent", "label"], set_=values)
             )
@@ -516,7 +514,7 @@ def _lock_user(session: Session, user_id: int) -> str:
         NotFoundError: the user no longer exists.
 
     """
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect.is_postgres(session):
         plan = session.scalar(
             select(User.plan).where(User.id == user_id).with_for_update(key_share=True)
         )

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from search2o.config import ChatSettings
-from search2o.errors import ConfigError
+from search2o.plugins import check_members, load_factory
 from search2o.providers.embeddings import Embedder
 
 __all__ = [
     "ChatEvent",
     "ChatMessage",
     "ChatModel",
+    "ChatModels",
     "Passage",
     "TextDelta",
     "ToolCall",
@@ -141,6 +141,49 @@ class ChatModel(Protocol):
         ...
 
 
+class ChatModels:
+    """The chat models of one process, one per profile (and temperature), built on first use.
+
+    The Query Engine and the Agent Engine share it, so a profile's model (its HTTP client, or
+    the built-in model's state) exists once per process.
+
+    Args:
+        settings: the ``chat`` settings (its profiles).
+        embedder: handed to factories (the built-in model scores with it).
+        default: a model to use for the active profile instead of building one.
+
+    """
+
+    def __init__(
+        self, settings: ChatSettings, embedder: Embedder, default: ChatModel | None = None
+    ) -> None:
+        self._settings = settings
+        self._embedder = embedder
+        self._models: dict[str, ChatModel] = {}
+        if default is not None:
+            self._models[settings.profile] = default
+
+    def get(self, profile: str | None = None, temperature: float | None = None) -> ChatModel:
+        """Return the model of ``profile`` (``None``: ``chat.profile``), built once.
+
+        With ``temperature``, a model of that profile with this temperature in its place.
+
+        Raises:
+            ConfigError: the profile's provider is unknown or its settings are incomplete.
+
+        """
+        chat = self._settings
+        name = profile or chat.profile
+        key = name if temperature is None else f"{name}@{temperature:g}"
+        if key not in self._models:
+            profiles = dict(chat.profiles)
+            if temperature is not None:
+                profiles[name] = profiles[name].model_copy(update={"temperature": temperature})
+            settings = chat.model_copy(update={"profile": name, "profiles": profiles})
+            self._models[key] = build_chat_model(settings, self._embedder)
+        return self._models[key]
+
+
 def build_chat_model(settings: ChatSettings, embedder: Embedder) -> ChatModel:
     """Build the model of the active profile (``chat.profile``).
 
@@ -153,12 +196,8 @@ def build_chat_model(settings: ChatSettings, embedder: Embedder) -> ChatModel:
 
     """
     profile = settings.active_profile
-    found = {ep.name: ep for ep in entry_points(group="search2o.chat_models")}
-    if profile.provider not in found:
-        names = ", ".join(sorted(found)) or "none"
-        raise ConfigError(
-            f"setting chat.profiles.{settings.profile}.provider: unknown chat model provider "
-            f"{profile.provider!r} (installed: {names})"
-        )
-    model: ChatModel = found[profile.provider].load()(profile, settings, embedder)
+    setting = f"chat.profiles.{settings.profile}.provider"
+    factory = load_factory("search2o.chat_models", profile.provider, setting)
+    model: ChatModel = factory(profile, settings, embedder)
+    check_members(model, ("model_id", "stream", "write_title"), f"chat model {profile.provider!r}")
     return model

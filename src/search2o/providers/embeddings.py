@@ -11,7 +11,6 @@ import math
 import os
 import re
 import threading
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
@@ -21,6 +20,7 @@ from pydantic import SecretStr
 
 from search2o.config import EmbeddingSettings
 from search2o.errors import ConfigError, ProviderError
+from search2o.plugins import check_members, load_factory
 
 __all__ = [
     "BuiltinEmbedder",
@@ -236,16 +236,6 @@ class OpenAIEmbedder:
         return math.ceil(len(text) / 3)
 
 
-def _has_static(obj: object, name: str) -> bool:
-    import inspect
-
-    try:
-        inspect.getattr_static(obj, name)
-    except AttributeError:
-        return False
-    return True
-
-
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
     """Create the embedder named by ``settings.provider``.
 
@@ -255,16 +245,8 @@ def build_embedder(settings: EmbeddingSettings) -> Embedder:
         ConfigError: no provider of that name is installed, or its settings are incomplete.
 
     """
-    found = {ep.name: ep for ep in entry_points(group="search2o.embedders")}
-    if settings.provider not in found:
-        names = ", ".join(sorted(found)) or "none (is search2o installed?)"
-        raise ConfigError(
-            f"embedding.provider {settings.provider!r} is not installed; available: {names}"
-        )
-    factory = found[settings.provider].load()
+    factory = load_factory("search2o.embedders", settings.provider, "embedding.provider")
     embedder = factory(settings)
-    # getattr_static: a plain isinstance() would evaluate properties (a network probe).
     members = ("model_id", "dimension", "max_tokens", "embed", "count_tokens")
-    if not all(_has_static(embedder, name) for name in members):
-        raise ConfigError(f"embedding provider {settings.provider!r} is not an Embedder")
+    check_members(embedder, members, f"embedding provider {settings.provider!r}")
     return cast(Embedder, embedder)

@@ -10,13 +10,13 @@ Nothing connects at start; the first call does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Protocol
 
 import httpx
 
 from search2o.config import WebSearchSettings
 from search2o.errors import ConfigError, ProviderError
+from search2o.plugins import check_members, load_factory
 
 __all__ = ["SearxngProvider", "WebResult", "WebSearchProvider", "build_web_search"]
 
@@ -98,12 +98,7 @@ def build_web_search(settings: WebSearchSettings) -> WebSearchProvider | None:
     """
     if settings.provider is None:
         return None
-    found = {ep.name: ep for ep in entry_points(group="search2o.web_search")}
-    if settings.provider not in found:
-        names = ", ".join(sorted(found)) or "none"
-        raise ConfigError(
-            f"setting chat.web_search.provider: unknown provider {settings.provider!r} "
-            f"(installed: {names})"
-        )
-    provider: WebSearchProvider = found[settings.provider].load()(settings)
+    factory = load_factory("search2o.web_search", settings.provider, "chat.web_search.provider")
+    provider: WebSearchProvider = factory(settings)
+    check_members(provider, ("search",), f"web search provider {settings.provider!r}")
     return provider

@@ -47,7 +47,6 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib.metadata import entry_points
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
@@ -58,6 +57,7 @@ from search2o.accounts import Principal
 from search2o.config import Settings, StateSettings
 from search2o.crypto.vault import Vault
 from search2o.errors import ConfigError, ConflictError, HookError, InputError, NotFoundError
+from search2o.plugins import check_members, load_factory
 from search2o.signing import signed_headers
 from search2o.state.model import ConversationState, StateChanges, apply
 from search2o.state.store import (
@@ -465,14 +465,7 @@ def load_state_hook(settings: StateSettings) -> tuple[StateHook, str, float | No
             target, settings.hook_secret.get_secret_value(), settings.hook_timeout_s
         )
         return hook, hook.name, None
-    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    if target not in found:
-        names = ", ".join(sorted(found)) or "none"
-        raise ConfigError(
-            f"setting state.hooks: {target!r} is neither an http(s) URL nor an entry point in "
-            f"{ENTRY_POINT_GROUP} (installed: {names})"
-        )
-    loaded = found[target].load()
+    loaded = load_factory(ENTRY_POINT_GROUP, target, "state.hooks (an http(s) URL or a plugin)")
     has_methods = all(callable(getattr(loaded, op, None)) for op in _OPERATIONS)
     if has_methods and not isinstance(loaded, type):
         obj = loaded
@@ -484,12 +477,7 @@ def load_state_hook(settings: StateSettings) -> tuple[StateHook, str, float | No
                 f"state hook {target!r} could not be created with the state settings "
                 f"({type(exc).__name__}: {exc})"
             ) from exc
-    missing = [op for op in _OPERATIONS if not callable(getattr(obj, op, None))]
-    if missing:
-        raise ConfigError(
-            f"state hook {target!r} has no {', '.join(missing)} method; it must provide "
-            "save, restore and delete_conversation"
-        )
+    check_members(obj, _OPERATIONS, f"state hook {target!r}")
     hook_obj: StateHook = obj
     return hook_obj, target, settings.hook_timeout_s
 

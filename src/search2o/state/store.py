@@ -38,7 +38,6 @@ from types import TracebackType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from sqlalchemy import delete, event, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -52,6 +51,7 @@ from search2o.errors import (
     StorageError,
 )
 from search2o.state.model import ConversationState, StateChanges, _apply_in_place
+from search2o.storage import dialect
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, StateChange, StateSnapshot, utcnow
 from search2o.storage.models import ConversationState as StateHead
@@ -224,11 +224,6 @@ def conversation_owner(
     return int(owner)
 
 
-def _insert(session: Session) -> Any:
-    """Return the dialect's ``INSERT`` that has ``ON CONFLICT`` (SQLite, PostgreSQL)."""
-    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-
-
 class DatabaseStateStore:
     """Our store: sealed snapshots and appended sealed changes in the database.
 
@@ -369,7 +364,7 @@ class DatabaseStateStore:
                 "updated_at": now,
             }
             s.execute(
-                _insert(s)(StateHead)
+                dialect.insert(s, StateHead)
                 .values(conversation_id=conversation, **values)
                 .on_conflict_do_update(index_elements=["conversation_id"], set_=values)
             )
@@ -449,7 +444,7 @@ class DatabaseStateStore:
                 return 0
             fields = {"version": head.version, "sealed": blob}
             s.execute(
-                _insert(s)(StateSnapshot)
+                dialect.insert(s, StateSnapshot)
                 .values(conversation_id=conversation, **fields)
                 .on_conflict_do_update(index_elements=["conversation_id"], set_=fields)
             )
@@ -537,7 +532,7 @@ class DatabaseStateStore:
         if expected == 0:
             try:
                 created = s.execute(
-                    _insert(s)(StateHead)
+                    dialect.insert(s, StateHead)
                     .values(
                         conversation_id=conversation,
                         version=1,

@@ -28,6 +28,7 @@ from sqlalchemy import Float, Select, column, func, literal_column, select, tabl
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.orm import Session
 
+from search2o.storage import dialect
 from search2o.storage.models import Chunk
 
 __all__ = ["STOP_WORDS", "CommonTerms", "lexical_search", "query_terms"]
@@ -103,7 +104,7 @@ def lexical_search(
     words = query_terms(query)
     if not words:
         return []
-    backend = _Postgres if session.get_bind().dialect.name == "postgresql" else _Sqlite
+    backend = _Postgres if dialect.is_postgres(session) else _Sqlite
     frequencies, rows = backend.frequencies(session, words)
     if not frequencies:
         return []
