@@ -8,13 +8,20 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, select
 
+from search2o.accounts import Principal
 from search2o.config import KnowledgeSettings
-from search2o.knowledge.access import AccessList
+from search2o.knowledge.access import AccessList, readable_filter
 from search2o.knowledge.chunking import Chunk as ChunkPiece
 from search2o.knowledge.ingest import Ingestor
 from search2o.storage.db import Database, bump_counter
 from search2o.storage.models import Document
-from search2o.storage.vectors import KNOWLEDGE_COUNTER, NumpyVectorIndex, open_vector_index
+from search2o.storage.vectors import (
+    KNOWLEDGE_COUNTER,
+    NumpyVectorIndex,
+    open_vector_index,
+    shortlist,
+    sign_codes,
+)
 from tests.conftest import MemoEmbedder
 
 MODEL = MemoEmbedder.model_id
@@ -104,3 +111,80 @@ def test_concurrent_ingests_do_not_deadlock(database: Database, embedder: MemoEm
     assert not errors, errors
     with database.session() as session:
         assert len(list(session.scalars(select(Document.id)))) == 16
+
+
+def test_sign_codes_pack_one_bit_per_dimension_word_major() -> None:
+    vectors = np.array([[1.0, -1.0, 0.0, 2.0] * 25, [-1.0] * 100], dtype=np.float32)
+    codes = sign_codes(vectors)
+    assert codes.shape == (2, 2)  # 100 dimensions -> 2 words of 64 bits, one column per vector
+    assert codes[:, 1].tolist() == [0, 0]
+    ones = sum(int(word).bit_count() for word in codes[:, 0])
+    assert ones == 50  # dimensions 0 and 3 of every 4 are positive; 0.0 is not
+
+
+def test_shortlist_keeps_every_tie_at_the_cut_and_the_nearest_first() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((500, 128)).astype(np.float32)
+    codes = sign_codes(vectors)
+    query = sign_codes(vectors[7])
+    picked = shortlist(codes, query, 20)
+    distance = np.array(
+        [sum(int(w).bit_count() for w in codes[:, i] ^ query[:, 0]) for i in range(500)]
+    )
+    cut = np.sort(distance)[19]
+    assert 7 in picked.tolist()
+    assert set(picked.tolist()) == set(np.flatnonzero(distance <= cut).tolist())
+    assert len(shortlist(codes, query, 900)) == 500
+
+
+def _clustered(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((20, 384)).astype(np.float32)
+    vectors = centres[rng.integers(0, 20, n)] + 0.8 * rng.standard_normal((n, 384)).astype(
+        np.float32
+    )
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_binary_shortlist_above_the_exact_bound_finds_the_exact_top_k(
+    database: Database, embedder: MemoEmbedder
+) -> None:
+    drawn = _clustered(3040, 11)  # the last 40 are queries near the stored ones, not stored
+    vectors, queries = drawn[:3000], drawn[3000:]
+    ingestor = Ingestor(database, embedder, NumpyVectorIndex(), KnowledgeSettings())
+    for d in range(30):
+        part = vectors[d * 100 : (d + 1) * 100]
+        pieces = [ChunkPiece(i, f"doc {d} piece {i}", (), 3) for i in range(100)]
+        with database.session() as session:
+            ingestor.write_document(
+                session,
+                source=f"d{d}",
+                title=f"d{d}",
+                media_type="text/plain",
+                content_hash=str(d),
+                size_bytes=1,
+                pieces=pieces,
+                vectors=part,
+                access=AccessList(groups=("hr",)) if d == 4 else AccessList(),
+            )
+    exact = NumpyVectorIndex(exact_max_chunks=10_000)
+    quantized = NumpyVectorIndex(exact_max_chunks=500)
+    overlap = 0
+    with database.session() as session:
+        readable = readable_filter(session, Principal(5, "x@example.com", ()))
+        for query in queries:
+            for allowed in (None, readable):
+                truth = [h.chunk_id for h in exact.search(session, query, MODEL, 10, allowed)]
+                found = quantized.search(session, query, MODEL, 10, allowed)
+                overlap += len(set(truth) & {h.chunk_id for h in found})
+                assert [h.similarity for h in found] == sorted(
+                    (h.similarity for h in found), reverse=True
+                )
+        assert quantized._cache[MODEL].codes.size  # the shortlist path ran
+        assert not exact._cache[MODEL].codes.size
+        hr_chunks = set(range(401, 501))
+        for query in queries[:5]:
+            hits = quantized.search(session, query, MODEL, 10, readable)
+            assert not {h.chunk_id for h in hits} & hr_chunks
+    assert overlap / (len(queries) * 2 * 10) >= 0.95

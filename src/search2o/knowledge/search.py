@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
@@ -60,6 +60,17 @@ class SearchResult:
     embed_ms: float = 0.0
     search_ms: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+
+
+_HIT_ROWS = (
+    select(
+        Chunk.id, Chunk.document_id, Chunk.heading_path, Chunk.text, Document.title, Document.source
+    )
+    .join(Document, Document.id == Chunk.document_id)
+    .where(Chunk.id.in_(bindparam("ids", expanding=True)))
+)
+"""The rows of the hits, by chunk id: built once and run on the connection, without the ORM's
+per-row entity handling (a few ms a search at 100,000 chunks on a busy 2-core machine)."""
 
 
 def validate_query(query: str, k: int, settings: KnowledgeSettings) -> str:
@@ -137,22 +148,15 @@ def search(
     similarity = {h.chunk_id: h.similarity for h in vector_hits}
     vector_rank = {cid: i for i, cid in enumerate(vector_ids, start=1)}
     lexical_rank = {cid: i for i, cid in enumerate(lexical_ids, start=1)}
-    rows = {
-        row.Chunk.id: row
-        for row in session.execute(
-            select(Chunk, Document.title, Document.source)
-            .join(Document, Document.id == Chunk.document_id)
-            .where(Chunk.id.in_(best))
-        )
-    }
+    rows = {row.id: row for row in session.connection().execute(_HIT_ROWS, {"ids": best})}
     hits = [
         SearchHit(
             chunk_id=cid,
-            document_id=rows[cid].Chunk.document_id,
+            document_id=rows[cid].document_id,
             title=rows[cid].title,
             source=rows[cid].source,
-            heading_path=list(rows[cid].Chunk.heading_path),
-            text=rows[cid].Chunk.text,
+            heading_path=list(rows[cid].heading_path),
+            text=rows[cid].text,
             score=fused[cid],
             similarity=similarity.get(cid),
             vector_rank=vector_rank.get(cid),
