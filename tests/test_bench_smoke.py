@@ -55,6 +55,22 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         "recall@10",
     ),
     "agents.py": (["--runs", "3"], "per command"),
+    "retrieval.py": (
+        [
+            "--skip-handbook",
+            "--mtrag-limit",
+            "5",
+            "--chunks",
+            "1000",
+            "--queries",
+            "5",
+            "--backends",
+            "sqlite",
+            "--rebuild-queries",
+            "1",
+        ],
+        "recall@5",
+    ),
 }
 
 
