@@ -26,7 +26,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, Select, bindparam, column, func, literal_column, select, table, text
+from sqlalchemy import (
+    Float,
+    Select,
+    bindparam,
+    column,
+    func,
+    literal_column,
+    select,
+    table,
+    text,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.orm import Session
 
@@ -230,13 +241,23 @@ class _Sqlite:
         return [(int(r[0]), -float(r[1])) for r in session.execute(filtered)]
 
 
-_PG_LEXEMES = text("SELECT unnest(tsvector_to_array(to_tsvector('english', :query)))")
-_PG_STATS = text(
-    "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-    "WHERE schemaname = current_schema() AND tablename = 'chunks' AND attname = 'search_vector'"
-)
-_PG_ROWS = text(
-    "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'chunks'::regclass"
+PRESELECT_FACTOR = 4
+"""PostgreSQL, several rare terms: rows ranked by ``ts_rank`` per row wanted (see ``run``)."""
+PRESELECT_MIN = 200
+
+# One round trip: the query's lexemes, the planner's lexeme statistics and row estimate. It also
+# turns parallel query off for the rest of the transaction: the lexical statements take a few ms,
+# and launching workers for them cost more than it saved (measured: a Gather of 2 workers doubled
+# the lexical time on this project's loaded 2-core machine; PostgreSQL manual 15.4, "Parallel
+# Safety" and "When Can Parallel Query Be Used?").
+_PG_FREQUENCIES = text(
+    "SELECT set_config('max_parallel_workers_per_gather', '0', true), "
+    "ARRAY(SELECT unnest(tsvector_to_array(to_tsvector('english', :query)))), "
+    "(SELECT most_common_elems::text::text[] FROM pg_stats WHERE schemaname = current_schema() "
+    "AND tablename = 'chunks' AND attname = 'search_vector'), "
+    "(SELECT most_common_elem_freqs FROM pg_stats WHERE schemaname = current_schema() "
+    "AND tablename = 'chunks' AND attname = 'search_vector'), "
+    "(SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'chunks'::regclass)"
 )
 
 
@@ -245,14 +266,15 @@ class _Postgres:
 
     @staticmethod
     def frequencies(session: Session, words: list[str]) -> tuple[dict[str, float], int]:
-        lexemes = list(session.scalars(_PG_LEXEMES, {"query": " ".join(words)}))
-        stats = session.execute(_PG_STATS).first()
-        if not stats or not stats[0]:  # not analyzed yet: every lexeme counts as rare
+        row = session.connection().execute(_PG_FREQUENCIES, {"query": " ".join(words)}).one()
+        _, lexemes, elements, element_shares, estimate = row
+        lexemes = list(lexemes or [])
+        if not elements:  # not analyzed yet: every lexeme counts as rare
             return dict.fromkeys(lexemes, 0.0), 0
         # Shares of rows per lexeme; unlisted lexemes are rarer than every listed one. The row
         # count is the planner's estimate from the same ANALYZE, not a count(*) per query.
-        shares = dict(zip(stats[0], stats[1], strict=False))
-        rows = int(session.scalar(_PG_ROWS) or 0)
+        shares = dict(zip(elements, element_shares, strict=False))
+        rows = int(estimate or 0)
         return {lex: float(shares.get(lex, 0.0)) * rows for lex in lexemes}, rows
 
     @staticmethod
@@ -268,8 +290,36 @@ class _Postgres:
         tsquery = func.to_tsquery("simple", (" & " if required else " | ").join(quoted))
         vector = literal_column("chunks.search_vector", TSVECTOR)
         rank = func.ts_rank(vector, tsquery, 1)
-        stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
-        if readable is not None:
-            stmt = stmt.where(Chunk.document_id.in_(readable))
-        found = session.execute(stmt.order_by(rank.desc()).limit(limit)).all()
+        if required or len(terms) == 1:
+            stmt = select(Chunk.id, rank).where(vector.op("@@")(tsquery))
+            if readable is not None:
+                stmt = stmt.where(Chunk.document_id.in_(readable))
+            found = session.execute(stmt.order_by(rank.desc()).limit(limit)).all()
+            return [(int(r[0]), float(r[1])) for r in found]
+        # Several rare terms OR-ed: ts_rank costs about 3 us per matching row (it reads each
+        # row's whole tsvector), and rows matching any of them run into thousands at 100,000
+        # chunks. So the rows are first ordered by how many of the terms they hold, found
+        # through the GIN index alone, shorter chunks first among equals (at one occurrence,
+        # BM25 and ts_rank's length normalisation both favour the shorter text), and only the
+        # first PRESELECT_FACTOR x limit are ranked by ts_rank.
+        branches = []
+        for term in quoted:
+            one = func.to_tsquery("simple", term)
+            branch = select(Chunk.id.label("id"), Chunk.token_count.label("tokens")).where(
+                vector.op("@@")(one)
+            )
+            if readable is not None:
+                branch = branch.where(Chunk.document_id.in_(readable))
+            branches.append(branch)
+        matched = union_all(*branches).subquery("matched")
+        held = func.count().label("held")
+        best = (
+            select(matched.c.id)
+            .group_by(matched.c.id, matched.c.tokens)
+            .order_by(held.desc(), matched.c.tokens, matched.c.id)
+            .limit(max(PRESELECT_FACTOR * limit, PRESELECT_MIN))
+            .subquery("best")
+        )
+        stmt = select(Chunk.id, rank).join(best, best.c.id == Chunk.id)
+        found = session.execute(stmt.order_by(rank.desc(), Chunk.id).limit(limit)).all()
         return [(int(r[0]), float(r[1])) for r in found]
