@@ -29,10 +29,11 @@ averaged over the questions of a category, and over all questions of categories 
 
 * **search2o**: ``MemoryStore.search(principal, question, limit=10, min_score=-1.0,
   changes=<a run's changes>)``, the path of an agent's ``memory`` command: cosine plus
-  ``memory.lexical_weight`` (0.5; ``--lexical-weight``) x the BM25 share over keyed term
-  hashes; the retrieval time of the hits is kept in the run's changes and written with the
-  run's state. The relevance threshold (``memory.min_score``, 0.40 by default, calibrated for
-  "is this memory relevant at all") is lowered to -1 so that it does not cut the ranking;
+  ``memory.lexical_weight`` (1.0; ``--lexical-weight``) x the BM25 share over keyed term
+  hashes, plus the time bonus for questions asking when; the retrieval time of the hits is
+  kept in the run's changes and written with the run's state. The relevance threshold
+  (``memory.min_score``, 0.48 by default, calibrated for "is this memory relevant at all") is
+  lowered to -1 so that it does not cut the ranking;
   recall at the default threshold is reported as an extra column ("R@10 default threshold").
   A search that writes the retrieval time itself (``touch=True`` without changes, one UPDATE
   and commit) is timed too, for information.
@@ -69,7 +70,10 @@ compared (they must be identical). The query embedding alone is timed separately
 searched with that conversation's questions.
 
 Targets (from the issue), printed PASS/FAIL: our recall@10 above both peers (per category and
-overall); our search p95 without the query embedding under 5 ms at 500 memories per user.
+overall) and at least 10 points above BM25 overall; our search p95 without the query embedding
+under 5 ms at 500 memories per user. ``memory.lexical_weight`` (1.0) and the time bonus of
+``search2o.memory.temporal`` were chosen on the first 3 conversations only; the recall table
+is printed again for the other 4 (held out) and for those 3.
 
 Run from the repository root (about 9 minutes on 2 cores, more on a busy machine; Mem0 and
 BM25 are bench-only dependencies: ``.venv/bin/pip install -e '.[bench]'``; without them only the
@@ -140,6 +144,8 @@ NO_LIMIT = 100_000
 QUICK_CONVERSATIONS = 2
 LATENCY_MEMORIES = 500
 TARGET_P95_MS = 5.0
+TARGET_MARGIN = 0.10  # recall@10 points above BM25 (issue item 8)
+TUNED = 3  # memory.lexical_weight and the time bonus were chosen on the first 3 conversations
 WARMUP = 5
 MEM0_THRESHOLD = 0.0  # the lowest Mem0 accepts (0..1)
 MEM0_DEFAULT_THRESHOLD = 0.1
@@ -729,8 +735,8 @@ def run_mem0(
 # Tables
 
 
-def recall_table(results: list[Result], questions: list[Question]) -> Table:
-    table = Table(title="Evidence recall@5 / recall@10 (LoCoMo, categories 1-4)")
+def recall_table(results: list[Result], questions: list[Question], subset: str = "") -> Table:
+    table = Table(title=f"Evidence recall@5 / recall@10 (LoCoMo, categories 1-4{subset})")
     table.add_column("system")
     groups = [
         (f"{cat} {name}", [q for q in questions if q.category == cat])
@@ -811,6 +817,12 @@ def targets_table(results: list[Result], questions: list[Question]) -> Table:
             theirs = {p.system: p.recall(group, TOP) for p in peers}
             measured = f"{mine:.3f} vs " + ", ".join(f"{s} {v:.3f}" for s, v in theirs.items())
             ok = all(mine > v for v in theirs.values()) if theirs else None
+            if name == "all" and BM25 in theirs:
+                table.add_row(
+                    f"{ours.title} recall@10 all >= BM25 + {TARGET_MARGIN:.2f}",
+                    f"{mine:.3f} vs BM25 {theirs[BM25]:.3f} ({mine - theirs[BM25]:+.3f})",
+                    verdict(mine >= theirs[BM25] + TARGET_MARGIN),
+                )
             missing = [s for s in (MEM0, BM25) if s not in theirs]
             if missing:
                 measured += f" ({', '.join(missing)} not measured)"
@@ -948,6 +960,22 @@ def main() -> None:
             skipped_systems.append(f"BM25 skipped: {bm25_reason}")
     console.rule("results")
     console.print(recall_table(results, questions))
+    tuned = {c.sample_id for c in everything[:TUNED]}
+    held_out = [q for q in questions if q.conversation not in tuned]
+    if held_out and len(held_out) < len(questions):
+        console.print(
+            recall_table(
+                results, held_out, f"; held out: the {len(everything) - TUNED} conversations "
+                f"the ranking was not tuned on"
+            )
+        )
+        console.print(
+            recall_table(
+                results,
+                [q for q in questions if q.conversation in tuned],
+                f"; the {TUNED} conversations the ranking was tuned on",
+            )
+        )
     console.print(latency_table(results))
     for r in results:
         for note in r.notes:

@@ -393,7 +393,8 @@ class MemorySettings(BaseModel):
     ``limits``: memories one user holds, per plan (a plan left out keeps its default); storing a
     new label at the bound evicts the least recently retrieved. ``min_score``: the relevance
     threshold on a memory's score (cosine similarity of query and memory plus
-    ``lexical_weight`` x its BM25 share of the query, :mod:`search2o.memory.ranking`),
+    ``lexical_weight`` x its BM25 share of the query, plus a time bonus for questions asking
+    when, :func:`search2o.memory.ranking.hybrid_scores`),
     calibrated on the labelled set in ``tests/memory/labelled.py`` with the built-in embedding
     model (another model needs its own calibration); ``lexical_weight`` 0 ranks by meaning
     alone.
@@ -411,10 +412,10 @@ class MemorySettings(BaseModel):
     max_query_chars: int = Field(default=2000, ge=1, le=100_000)
     max_limit: int = Field(default=100, ge=1, le=1000, description="most matches one query returns")
     min_score: float = Field(
-        default=0.40, ge=-1, le=2, description="relevance threshold (cosine + lexical)"
+        default=0.48, ge=-1, le=2, description="relevance threshold (cosine + lexical)"
     )
     lexical_weight: float = Field(
-        default=0.5, ge=0, le=1, description="weight of the BM25 share added to the cosine"
+        default=1.0, ge=0, le=1, description="weight of the BM25 share added to the cosine"
     )
 
     @field_validator("limits")

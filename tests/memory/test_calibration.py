@@ -19,7 +19,7 @@ from tests.memory.labelled import HARD_NEGATIVES, MEMORIES, PAIRS, RELEVANT, UNR
 pytestmark = pytest.mark.slow
 
 Scores = dict[tuple[str, str], float]
-WEIGHTS = (0.0, 0.25, 1.0)
+WEIGHTS = (0.0, 0.25, 0.5)
 
 
 def _metrics(scores: Scores, threshold: float) -> tuple[float, float, float]:
@@ -90,7 +90,8 @@ def test_threshold_calibration_and_the_hybrid_measurement(
     generic = vector_only([f"note {i}: {text}" for i, text in enumerate(MEMORIES.values())])
     rows = [(f"cosine + {used} x BM25 share, label + text (used)", store)]
     rows += [
-        (f"cosine + {w} x BM25 share", scores) for w, scores in zip(WEIGHTS, weighted, strict=True)
+        (f"cosine + {w} x BM25 share", scores)
+        for w, scores in zip(WEIGHTS, weighted, strict=True)
     ]
     rows += [
         ("cosine alone, text only", text_only),

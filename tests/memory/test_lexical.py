@@ -7,8 +7,16 @@ import pytest
 
 from search2o.crypto.envelope import new_data_key
 from search2o.crypto.vault import Sealer
-from search2o.memory.lexical import bm25_shares, decode_hashes, encode_hashes, term_hashes, terms
+from search2o.memory.lexical import (
+    bm25_shares,
+    decode_hashes,
+    encode_hashes,
+    holds_any,
+    term_hashes,
+    terms,
+)
 from search2o.memory.ranking import best, embedding_text
+from search2o.memory.temporal import asks_when, time_terms
 
 KEY = b"k" * 32
 
@@ -87,3 +95,25 @@ def test_derived_keys_differ_by_purpose_scope_and_owner() -> None:
     }
     assert len(derived) == 4 and all(len(k) == 32 for k in derived)
     assert base.derive("memory-terms") == Sealer("user:1", 1, key).derive("memory-terms")
+
+
+def test_holds_any_finds_the_memories_with_one_of_the_hashes() -> None:
+    blobs = corpus("we went there yesterday", "a lovely trip", "next week then")
+    found = holds_any(blobs, term_hashes(KEY, list(time_terms())))
+    assert found.tolist() == [True, False, True]
+    assert holds_any(blobs, term_hashes(KEY, [])).tolist() == [False, False, False]
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("When did Caroline go to the support group?", True),
+        ("how long ago was her 18th birthday?", True),
+        ("What year did they move?", True),
+        ("  Since when has he worked there?", True),
+        ("What did Caroline paint?", False),
+        ("Where do they live when it rains?", False),
+    ],
+)
+def test_asks_when_recognises_questions_for_a_time(question: str, asks: bool) -> None:
+    assert asks_when(question) is asks

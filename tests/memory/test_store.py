@@ -284,3 +284,21 @@ def test_the_public_namespace_is_sorted_and_importable(runtime: Runtime) -> None
     assert package.__all__ == sorted(package.__all__)
     assert all(getattr(package, name) is not None for name in package.__all__)
     assert runtime.memory is runtime.memory
+
+
+def test_a_when_question_prefers_the_memory_that_says_when(
+    runtime: Runtime, memory: MemoryStore
+) -> None:
+    me = add_user(runtime)
+    memory.store(
+        me,
+        "diary",
+        {
+            "D1-3": "Caroline: we had a support group meeting yesterday",
+            "D1-4": "Caroline: the support group meeting was powerful and moving",
+        },
+    )
+    when = memory.search(me, "When did Caroline go to the support group?", min_score=-1)
+    what = memory.search(me, "Was the support group meeting powerful?", min_score=-1)
+    assert [h.label for h in when] == ["D1-3", "D1-4"]  # without the time bonus: D1-4 first
+    assert [h.label for h in what] == ["D1-4", "D1-3"]  # no time asked: no bonus

@@ -139,3 +139,14 @@ def test_query_syntax_cannot_be_injected(database: Database, query: str) -> None
     with database.session() as session:
         assert lexical_search(session, query, 5, None) == []
         assert session.scalar(text("SELECT count(*) FROM chunks")) == len(TEXTS)
+
+
+def test_several_rare_terms_rank_the_chunk_holding_most_of_them_first(database: Database) -> None:
+    _load(database, restricted={4})
+    with database.session() as session:
+        found = _ids(lexical_search(session, "parking visitors bicycle", 10, None))
+        outsider = readable_filter(session, Principal(9, "x@example.com", ()))
+        filtered = _ids(lexical_search(session, "parking visitors bicycle", 10, outsider))
+    assert found[0] == 4  # parking and visitors
+    assert set(found) == {1, 2, 4}
+    assert set(filtered) == {1, 2}  # the access filter applies before the pre-ranking

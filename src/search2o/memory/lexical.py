@@ -35,7 +35,16 @@ import snowballstemmer
 
 from search2o.storage.lexical import STOP_WORDS
 
-__all__ = ["K1", "B", "bm25_shares", "decode_hashes", "encode_hashes", "term_hashes", "terms"]
+__all__ = [
+    "K1",
+    "B",
+    "bm25_shares",
+    "decode_hashes",
+    "encode_hashes",
+    "holds_any",
+    "term_hashes",
+    "terms",
+]
 
 K1 = 1.5
 """BM25 term-frequency saturation (Lucene's default)."""
@@ -99,10 +108,33 @@ def bm25_shares(stored: Sequence[bytes], query: npt.NDArray[np.uint64]) -> npt.N
         query: the query's term hashes (repeats count once).
 
     """
+    score, upper = _bm25(stored, query)
+    if upper > 0 and math.isfinite(upper):
+        return (score / upper).astype(np.float32)
+    return np.zeros(len(stored), dtype=np.float32)
+
+
+def holds_any(stored: Sequence[bytes], wanted: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+    """Return whether each memory holds at least one of the ``wanted`` hashes, shape ``(n,)``."""
+    n = len(stored)
+    if n == 0 or wanted.size == 0:
+        return np.zeros(n, dtype=bool)
+    lengths = np.fromiter((len(blob) // _HASH.itemsize for blob in stored), np.int64, count=n)
+    flat = np.frombuffer(b"".join(stored), dtype=_HASH)
+    owner = np.repeat(np.arange(n), lengths)
+    found = np.zeros(n, dtype=bool)
+    found[owner[np.isin(flat, wanted)]] = True
+    return found
+
+
+def _bm25(
+    stored: Sequence[bytes], query: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.float64], float]:
+    """Return each memory's BM25 score and the saturation bound ``sum(idf x (k1 + 1))``."""
     n = len(stored)
     wanted = np.unique(query)
     if n == 0 or wanted.size == 0:
-        return np.zeros(n, dtype=np.float32)
+        return np.zeros(n, dtype=np.float64), 0.0
     lengths = np.fromiter((len(blob) // _HASH.itemsize for blob in stored), np.int64, count=n)
     flat = np.frombuffer(b"".join(stored), dtype=_HASH)
     owner = np.repeat(np.arange(n), lengths)
@@ -114,9 +146,4 @@ def bm25_shares(stored: Sequence[bytes], query: npt.NDArray[np.uint64]) -> npt.N
     average = float(lengths.mean()) or 1.0
     norm = K1 * (1 - B + B * lengths / average)
     score = (idf * tf * (K1 + 1) / (tf + norm[:, None])).sum(axis=1)
-    upper = float((idf * (K1 + 1)).sum())
-    return (
-        (score / upper).astype(np.float32)
-        if upper > 0 and math.isfinite(upper)
-        else (np.zeros(n, dtype=np.float32))
-    )
+    return score, float((idf * (K1 + 1)).sum())

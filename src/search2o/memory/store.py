@@ -4,7 +4,8 @@
   label (unique ``(user_id, agent, label)``). Storing under an existing label replaces it: the
   label holds the current truth of one fact, and ``createdAt`` becomes the time of that store.
 * **Search.** :meth:`MemoryStore.search` embeds the query, scores the user's memories by
-  cosine similarity plus a weighted BM25 share over keyed term hashes
+  cosine similarity plus a weighted BM25 share over keyed term hashes and, for a question
+  asking *when*, a bonus for memories that say when
   (:mod:`search2o.memory.ranking`, :mod:`search2o.memory.lexical`; the user filter is inside
   the SQL) and returns those scoring at least ``memory.min_score``, best first. It records the
   time the returned memories were retrieved (in the run's changes, written with the run's
@@ -54,9 +55,16 @@ from search2o.config import MemorySettings, Settings
 from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, IntegrityCheckError, NotFoundError
 from search2o.memory.changes import MemoryChanges, check_agent, check_label, text_problem
-from search2o.memory.lexical import bm25_shares, encode_hashes, term_hashes, terms
+from search2o.memory.lexical import encode_hashes, term_hashes, terms
 from search2o.memory.model import MemoryHit, MemoryOutcome, MemoryRecord, Rejection
-from search2o.memory.ranking import Pool, best, candidates, embedding_text, scope
+from search2o.memory.ranking import (
+    Pool,
+    best,
+    candidates,
+    embedding_text,
+    hybrid_scores,
+    scope,
+)
 from search2o.providers.embeddings import Embedder
 from search2o.storage import dialect
 from search2o.storage.db import Database
@@ -312,9 +320,9 @@ class MemoryStore:
                 (``touch`` is then ignored); a search stays a read.
 
         Returns:
-            At most ``limit`` hits with a score (cosine + ``memory.lexical_weight`` x BM25
-            share, :mod:`search2o.memory.ranking`) of at least the threshold; ``[]`` when
-            nothing is relevant enough or the user has no memories.
+            At most ``limit`` hits with a score (:func:`search2o.memory.ranking.hybrid_scores`)
+            of at least the threshold; ``[]`` when nothing is relevant enough or the user has
+            no memories.
 
         Raises:
             InputError: ``query`` (not a string, empty, too long), ``limit``, ``agent`` or
@@ -339,10 +347,7 @@ class MemoryStore:
             key = sealer.derive(TERMS_PURPOSE)
             if pool.stale:
                 self._refresh(s, sealer, key, pool, vector, write=touch)
-            scores = pool.cosine
-            if self.settings.lexical_weight:
-                shares = bm25_shares(pool.terms, term_hashes(key, terms(text)))
-                scores = scores + np.float32(self.settings.lexical_weight) * shares
+            scores = hybrid_scores(pool, key, text, self.settings.lexical_weight)
             scored = best(pool.ids, scores, limit, threshold)
             if not scored:
                 return []
