@@ -88,10 +88,13 @@ class StateStore(Protocol):
         joins_transaction: ``True`` when ``save(..., session=s)`` writes inside ``s`` (so it
             commits or rolls back with the run's messages and memories); ``False`` when the
             state goes elsewhere (hooks): call ``save`` last, just before committing.
+        keeps_transcript: ``True`` when an agent conversation's messages belong in the state
+            (the enterprise keeps the whole conversation; we keep only its entry).
 
     """
 
     joins_transaction: ClassVar[bool]
+    keeps_transcript: ClassVar[bool]
 
     def restore(
         self, conversation: str, user: Principal, *, session: Session | None = None
@@ -249,6 +252,7 @@ class DatabaseStateStore:
     """
 
     joins_transaction: ClassVar[bool] = True
+    keeps_transcript: ClassVar[bool] = False
 
     def __init__(self, database: Database, vault: Vault, compact_every: int = 64) -> None:
         if compact_every < 0:

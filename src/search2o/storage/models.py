@@ -264,6 +264,8 @@ class Conversation(Base):
     title_sealed: Mapped[bytes] = mapped_column(LargeBinary)
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     message_count: Mapped[int] = mapped_column(Integer, default=0)
+    # With state hooks, an agent conversation's transcript lives in the hook's state (0011).
+    kept_by_hooks: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     last_used_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
