@@ -15,11 +15,18 @@ import os
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,7 +35,7 @@ from pydantic_settings import (
 )
 
 from search2o.errors import ConfigError
-from search2o.netpolicy import is_loopback_host
+from search2o.netpolicy import is_loopback_host, url_problem
 
 __all__ = [
     "ApiSettings",
@@ -47,6 +54,24 @@ __all__ = [
 ]
 
 
+def _endpoint(value: str | None) -> str | None:
+    """Check a configured model or search endpoint by the one URL policy (netpolicy).
+
+    Plain http is allowed here (model servers often run on a private network); credentials in
+    the URL are not (they belong in ``api_key``).
+    """
+    if value is None:
+        return None
+    problem = url_problem(value, secure=False)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Endpoint = Annotated[str | None, AfterValidator(_endpoint)]
+"""A model or search endpoint's base URL, checked by :func:`_endpoint`."""
+
+
 class EmbeddingSettings(BaseModel):
     """Which embedding model makes vectors.
 
@@ -59,7 +84,7 @@ class EmbeddingSettings(BaseModel):
 
     provider: str = Field(default="builtin", description="entry point in search2o.embedders")
     model: str = Field(default="text-embedding-3-small", description="model name for `openai`")
-    base_url: str | None = Field(default=None, description="e.g. http://localhost:8000/v1")
+    base_url: Endpoint = Field(default=None, description="e.g. http://localhost:8000/v1")
     api_key: SecretStr | None = None
     dimensions: int | None = Field(default=None, ge=1, le=8192)
     batch_size: int = Field(default=64, ge=1, le=2048)
@@ -166,7 +191,7 @@ class WebSearchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     provider: str | None = Field(default=None, description="entry point in search2o.web_search")
-    base_url: str | None = Field(default=None, description="e.g. http://searxng.internal:8080")
+    base_url: Endpoint = Field(default=None, description="e.g. http://searxng.internal:8080")
     k: int = Field(default=5, ge=1, le=20, description="results per web search")
     timeout_s: float = Field(default=10.0, gt=0)
 
@@ -183,7 +208,7 @@ class ModelProfile(BaseModel):
 
     provider: str = Field(default="builtin", description="entry point in search2o.chat_models")
     model: str = Field(default="", description="model name at the endpoint, e.g. gpt-4o-mini")
-    base_url: str | None = Field(default=None, description="e.g. http://localhost:11434/v1")
+    base_url: Endpoint = Field(default=None, description="e.g. http://localhost:11434/v1")
     api_key: SecretStr | None = None
     context_tokens: int = Field(default=8192, ge=1024, le=10_000_000)
     answer_reserve: int = Field(default=1024, ge=16, description="tokens kept for the answer")
@@ -375,12 +400,9 @@ class StateSettings(BaseModel):
                 "state.hook_secret must be at least 16 characters with an HTTP state hook "
                 "(set SEARCH2O_STATE__HOOK_SECRET)"
             )
-        host = urlsplit(str(self.hooks)).hostname or ""
-        if str(self.hooks).startswith("http://") and not is_loopback_host(host):
-            raise ValueError(
-                "state.hooks must use https (plain http is allowed to loopback only): the "
-                "state travels in plain form"
-            )
+        problem = url_problem(str(self.hooks), secure=True)
+        if problem is not None:
+            raise ValueError(f"state.hooks: {problem} (the state travels in plain form)")
         return self
 
 
