@@ -312,9 +312,9 @@ def test_documents_list_and_delete(cli: Cli, docs: Path) -> None:
 def test_db_upgrade_and_current(cli: Cli) -> None:
     assert out(cli.ok("db", "current")).strip().startswith("blank (no migration applied")
     upgraded = out(cli.ok("db", "upgrade")).strip()
-    assert upgraded.startswith("database ") and upgraded.endswith(": blank -> 0008")
-    assert out(cli.ok("db", "current")).strip() == "0008"
-    assert out(cli.ok("db", "upgrade")).strip().endswith(": 0008 -> 0008")
+    assert upgraded.startswith("database ") and upgraded.endswith(": blank -> 0010")
+    assert out(cli.ok("db", "current")).strip() == "0010"
+    assert out(cli.ok("db", "upgrade")).strip().endswith(": 0010 -> 0010")
 
 
 @pytest.mark.slow

@@ -194,10 +194,10 @@ def test_a_downgrade_is_refused_while_agents_are_defined(runtime: Runtime) -> No
     runtime.agents.put(TRAVEL, admin=runtime.local_principal())
     with pytest.raises(StorageError, match="while agents are defined"):
         runtime.database.downgrade("0007")
-    assert runtime.database.current_revision() == "0008"
+    assert runtime.database.current_revision() == "0010"
     assert [a.name for a in runtime.agents.list()] == ["travel"]
     runtime.agents.delete("travel")
     runtime.database.downgrade("0007")
     assert "agents" not in inspect(runtime.database.engine).get_table_names()
     runtime.database.upgrade()
-    assert runtime.database.current_revision() == "0008"
+    assert runtime.database.current_revision() == "0010"

@@ -10,7 +10,7 @@ from sqlalchemy import inspect, text
 from search2o.errors import ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0008"
+HEAD = "0010"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:

@@ -67,7 +67,7 @@ def test_plaintext_conversations_are_sealed_on_upgrade(database_url: str, tmp_pa
     keyring = LocalKeyring(tmp_path / "keyring.json")
     db = Database(database_url, key_provider=keyring)
     try:
-        assert db.current_revision() == "0008"
+        assert db.current_revision() == "0010"
         ann = Principal(1, "ann@example.com", (), plan="paid")
         conversations = Conversations(db, Vault(db, keyring))
         assert conversations.get(ann, "a" * 32).title == f"title {SECRET}"
