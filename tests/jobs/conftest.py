@@ -64,7 +64,7 @@ def wait_until(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
         time.sleep(0.02)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -83,7 +83,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         )
     import redis
 
-    port = _free_port()
+    port = free_port()
     folder = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
         [

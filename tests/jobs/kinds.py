@@ -2,7 +2,7 @@
 
 ``job_effects`` holds one row per job id, written with ``INSERT ... ON CONFLICT DO NOTHING``:
 the idempotent effect a handler that runs twice must leave once. ``job_runs`` holds one row
-per attempt a handler started (job, attempt, worker, time): what actually ran.
+per attempt a handler started (job, attempt, worker, time), in order: what actually ran.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ EFFECTS = Table(
 RUNS = Table(
     "job_runs",
     METADATA,
-    Column("job_id", String(32), primary_key=True),
-    Column("attempt", Integer, primary_key=True),
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(32), nullable=False),
+    Column("attempt", Integer, nullable=False),
     Column("worker", String(200), nullable=False),
     Column("started", Float, nullable=False),
 )
@@ -66,7 +67,7 @@ def runs(database: Database, job_id: str) -> list[tuple[int, str, float]]:
         rows = session.execute(
             select(RUNS.c.attempt, RUNS.c.worker, RUNS.c.started)
             .where(RUNS.c.job_id == job_id)
-            .order_by(RUNS.c.attempt)
+            .order_by(RUNS.c.id)
         )
         return [(a, w, s) for a, w, s in rows]
 
@@ -91,9 +92,10 @@ def build_registry(database: Database, *, periodic: bool = False) -> JobRegistry
 
     @registry.job("test.effect")
     def effect(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        first_run = not runs(database, ctx.job_id)
         record_effect(database, ctx)
         record_run(database, ctx)  # after the effect: a test waiting for the run sees both
-        if ctx.attempt == 1 and payload.get("hold_s"):
+        if first_run and payload.get("hold_s"):  # only the first run holds (then dies, stops)
             deadline = time.monotonic() + float(payload["hold_s"])
             while time.monotonic() < deadline:
                 if payload.get("cooperate") and ctx.stopping.is_set():
@@ -114,7 +116,10 @@ def build_registry(database: Database, *, periodic: bool = False) -> JobRegistry
 
     @registry.job("test.result")
     def result(ctx: JobContext, payload: dict[str, Any]) -> Any:
-        return payload["value"] if "value" in payload else "x" * int(payload["size"])
+        unstorable = {"nan": {"when": float("nan")}, "set": {"ids": {1, 2}}}
+        if "bad" in payload:
+            return unstorable[payload["bad"]]
+        return "x" * int(payload["size"])
 
     def periodic_effect(ctx: JobContext, payload: dict[str, Any]) -> str:
         record_run(database, ctx)
