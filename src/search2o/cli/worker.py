@@ -94,7 +94,7 @@ def jobs_show(
 
 
 def _as_json(job: JobInfo) -> dict[str, object]:
-    """What the CLI prints of a job: its public form plus what an admin needs to debug it."""
+    """Return what the CLI prints of a job: its public form and what an admin debugs with."""
     return {
         **job.to_public(),
         "payload": job.payload,

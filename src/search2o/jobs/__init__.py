@@ -16,13 +16,12 @@ The kinds of the product are registered in :mod:`search2o.jobs.kinds`.
 """
 
 from search2o.jobs.context import JobContext, JobInterrupted, JobLeaseLost
-from search2o.jobs.info import JOB_STATES, JobInfo, JobProgress, JobState
+from search2o.jobs.info import JobInfo, JobProgress, JobState
 from search2o.jobs.ledger import backoff_delay
 from search2o.jobs.queue import JobQueue, SweepReport
 from search2o.jobs.registry import Handler, JobKind, JobRegistry
 
 __all__ = [
-    "JOB_STATES",
     "Handler",
     "JobContext",
     "JobInfo",
