@@ -13,7 +13,7 @@ import pytest
 from search2o.config import JobSettings
 from search2o.jobs import JobQueue, JobRegistry
 from search2o.storage.db import Database
-from tests.jobs.conftest import FAST, QueueEnv, WorkerProcess
+from tests.jobs.conftest import FAST, QueueEnv, WorkerProcess, free_port
 from tests.test_cli import Cli, error_line, out
 
 CLI = [sys.executable, "-c", "from search2o.cli import main; main()"]
@@ -83,3 +83,14 @@ def test_jobs_show_and_list_refuse_bad_input(cli: Cli) -> None:
     line = error_line(cli("jobs", "list", "--state", "lost"), 2)
     assert line == "error: state: must be one of queued, running, done, failed, got 'lost'"
     assert error_line(cli("jobs", "list", "--limit", "0"), 2).startswith("error: limit:")
+
+
+def test_jobs_are_listed_while_the_transport_is_down_and_a_worker_says_why_it_cannot_start(
+    cli: Cli,
+) -> None:
+    cli.env["SEARCH2O_JOBS__BACKEND"] = "redis"
+    cli.env["SEARCH2O_JOBS__REDIS_URL"] = f"redis://:secret-pw@127.0.0.1:{free_port()}/0"
+    assert json.loads(out(cli.ok("jobs", "list", "--json"))) == []
+    line = error_line(cli("worker"), 1)
+    assert line.startswith("error: cannot reach Redis at redis://:***@127.0.0.1:")
+    assert "secret-pw" not in line

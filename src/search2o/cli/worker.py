@@ -10,7 +10,7 @@ from rich.table import Table
 
 from search2o.cli.common import console, handle_errors, open_runtime, printable
 from search2o.errors import InputError
-from search2o.jobs import JobInfo
+from search2o.jobs import JobInfo, find_job, find_jobs
 from search2o.jobs.kinds import open_job_queue
 
 __all__ = ["jobs_app", "worker"]
@@ -62,8 +62,9 @@ def jobs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List background jobs, newest first."""
-    with open_runtime() as runtime, open_job_queue(runtime) as queue:
-        found = queue.list_jobs(state=state, kind=kind, limit=limit)
+    # The ledger alone: listing works while the transport (Redis) is down.
+    with open_runtime() as runtime:
+        found = find_jobs(runtime.database, state=state, kind=kind, limit=limit)
     if as_json:
         typer.echo(json.dumps([_as_json(job) for job in found]))
         return
@@ -88,8 +89,8 @@ def jobs_show(
     job_id: Annotated[str, typer.Argument(help="The job id (32 hex digits).")],
 ) -> None:
     """Print one job as JSON (state, attempts, progress, result or error, payload)."""
-    with open_runtime() as runtime, open_job_queue(runtime) as queue:
-        job = queue.get(job_id)
+    with open_runtime() as runtime:
+        job = find_job(runtime.database, job_id)
     typer.echo(json.dumps(_as_json(job), ensure_ascii=False, indent=2))
 
 

@@ -10,7 +10,8 @@ error, and decides what runs. See docs/jobs.md.
   kind, and how often a periodic kind runs. Handlers must be idempotent.
 * :class:`JobContext`: a handler's job id, attempt, progress reporting and lease;
   :class:`JobLeaseLost`, :class:`JobInterrupted`.
-* :class:`JobInfo`, :class:`JobProgress`, :data:`JobState`: what callers read.
+* :class:`JobInfo`, :class:`JobProgress`, :data:`JobState`: what callers read;
+  :func:`find_job` / :func:`find_jobs` read them from the ledger without a transport.
 
 The kinds of the product are registered in :mod:`search2o.jobs.kinds`.
 """
@@ -18,6 +19,7 @@ The kinds of the product are registered in :mod:`search2o.jobs.kinds`.
 from search2o.jobs.context import JobContext, JobInterrupted, JobLeaseLost
 from search2o.jobs.info import JobInfo, JobProgress, JobState
 from search2o.jobs.ledger import backoff_delay
+from search2o.jobs.lookup import find_job, find_jobs
 from search2o.jobs.queue import JobQueue, SweepReport
 from search2o.jobs.registry import Handler, JobKind, JobRegistry
 
@@ -34,4 +36,6 @@ __all__ = [
     "JobState",
     "SweepReport",
     "backoff_delay",
+    "find_job",
+    "find_jobs",
 ]

@@ -22,7 +22,6 @@ consumer and closes the transport.
 from __future__ import annotations
 
 import logging
-import re
 import signal
 import threading
 import time
@@ -33,10 +32,11 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from search2o.config import JobSettings
-from search2o.errors import ConfigError, ConflictError, InputError, NotFoundError
+from search2o.errors import ConfigError, ConflictError, InputError
 from search2o.jobs import ledger
 from search2o.jobs.delivery import Deliveries
-from search2o.jobs.info import JOB_STATES, JobInfo
+from search2o.jobs.info import JobInfo
+from search2o.jobs.lookup import find_job, find_jobs
 from search2o.jobs.registry import JobRegistry
 from search2o.jobs.transport import DELIVER_TASK, TICK_TASK, QueueConsumer, open_huey
 from search2o.jobs.values import check_json
@@ -48,10 +48,8 @@ __all__ = ["JobQueue", "SweepReport"]
 
 log = logging.getLogger("search2o.jobs")
 
-_JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 _SWEEP_BATCH = 500
 _MAX_DEDUPE_CHARS = 255
-_MAX_LIST = 1000
 # First wait of an idle SQLite worker; Huey's consumer multiplies it by 1.15 per empty look
 # up to jobs.poll_max_s (Huey docs, "Consumer options": -d, -b, -m).
 _POLL_INITIAL_S = 0.01
@@ -197,21 +195,8 @@ class JobQueue:
         return job
 
     def get(self, job_id: str, owner: int | None = None) -> JobInfo:
-        """Return job ``job_id``.
-
-        Args:
-            owner: a user id: the job must belong to that user, else it is "not found" like a
-                missing one; ``None``: no check (the server itself, admins, the CLI).
-
-        Raises:
-            NotFoundError: no such job (or not ``owner``'s; or a malformed id).
-            StorageError: the database failed.
-
-        """
-        job = ledger.get(self.database, job_id) if _JOB_ID.match(job_id or "") else None
-        if job is None or (owner is not None and job.owner_id != owner):
-            raise NotFoundError(f"job {job_id[:64]!r} not found")
-        return job
+        """Return job ``job_id``, owner-checked: :func:`search2o.jobs.lookup.find_job`."""
+        return find_job(self.database, job_id, owner)
 
     def list_jobs(
         self,
@@ -221,29 +206,8 @@ class JobQueue:
         kind: str | None = None,
         limit: int = 50,
     ) -> list[JobInfo]:
-        """Return up to ``limit`` (1-1000) jobs, newest first.
-
-        Args:
-            owner: only this user's jobs; ``None``: every job.
-            state: only jobs in this state (``queued``, ``running``, ``done``, ``failed``).
-            kind: only jobs of this kind.
-
-        Raises:
-            InputError: an unknown state or a limit outside 1-1000.
-
-        """
-        if state is not None and state not in JOB_STATES:
-            raise InputError("state", f"must be one of {', '.join(JOB_STATES)}, got {state!r}")
-        if not 1 <= limit <= _MAX_LIST:
-            raise InputError("limit", f"must be 1-{_MAX_LIST}, got {limit}")
-        return ledger.list_jobs(
-            self.database,
-            owner_id=owner,
-            any_owner=owner is None,
-            state=state,
-            kind=kind,
-            limit=limit,
-        )
+        """Return up to ``limit`` jobs, newest first: :func:`search2o.jobs.lookup.find_jobs`."""
+        return find_jobs(self.database, owner=owner, state=state, kind=kind, limit=limit)
 
     def wait(self, job_id: str, timeout_s: float, poll_s: float = 0.05) -> JobInfo:
         """Return job ``job_id`` once it is ``done`` or ``failed``, polling the ledger.
