@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,36 @@ def test_the_serializer_refuses_what_job_messages_never_carry() -> None:
             serializer.serialize(bad)
     with pytest.raises(ValueError):
         serializer.deserialize(pickle.dumps(fine))
+
+
+@pytest.mark.parametrize(
+    ("database_url", "transport"), [("sqlite", "sqlite")], indirect=["database_url"]
+)
+def test_negative_control_without_the_conditional_claim_a_redelivery_runs_twice(
+    queue_env: QueueEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The redelivery check above can fail: a claim that ignores the state runs a job twice."""
+    from sqlalchemy import update
+
+    from search2o.jobs import ledger
+    from search2o.jobs.ledger import Claim, Lease
+    from search2o.storage.job_models import Job
+
+    def careless_claim(database: Any, job_id: str, worker: str, lease_s: float, now: Any) -> Any:
+        with database.session() as session:
+            session.execute(
+                update(Job).where(Job.id == job_id).values(
+                    state="running", attempts=Job.attempts + 1, lease_owner=worker
+                )
+            )
+            row = session.get_one(Job, job_id)
+            return Claim(Lease(job_id, worker, row.attempts), row.kind, 9, row.payload, None)
+
+    monkeypatch.setattr(ledger, "claim", careless_claim)
+    producer = queue_env.open()
+    job = producer.enqueue("test.effect")
+    producer.huey.storage.enqueue(bytes(producer.huey.storage.enqueued_items()[0]))
+    consumer = queue_env.open()
+    consumer.start_consumer(1)
+    wait_until(lambda: len(runs(queue_env.database, job.id)) == 2, 30, "the second run")
+    assert effects(queue_env.database, job.id) == 1  # the idempotent effect still holds
