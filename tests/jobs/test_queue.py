@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from search2o.jobs import JobQueue, JobRegistry
 from search2o.storage.db import Database
 from search2o.storage.job_models import Job
 from search2o.storage.models import User
-from tests.jobs.conftest import FAST
+from tests.jobs.conftest import FAST, wait_until
 from tests.jobs.kinds import build_registry, create_tables, runs
 
 
@@ -226,3 +227,30 @@ def test_a_kind_is_registered_once() -> None:
     registry.add("one", lambda ctx, payload: None)
     with pytest.raises(ConfigError, match="registered twice"):
         registry.add("one", lambda ctx, payload: None)
+
+
+def test_a_retry_is_scheduled_at_its_utc_time_whatever_the_local_time_zone(
+    queue: JobQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time as time_module
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # UTC+9: a naive time read as local is 9 h off
+    time_module.tzset()
+    try:
+        slow = queue.settings.model_copy(update={"backoff_base_s": 60.0, "backoff_max_s": 60.0})
+        queue.settings = slow
+        queue.start_consumer(1)
+        job = queue.enqueue("test.fail", max_attempts=2)
+        retry = wait_until(
+            lambda: (j := queue.get(job.id)).state == "queued" and j.attempts == 1 and j,
+            30,
+            "the first failure",
+        )
+        queue.stop_consumer(2)
+        (scheduled,) = queue.huey.scheduled()
+        eta = scheduled.eta.replace(tzinfo=UTC)
+        assert abs((eta - retry.run_after).total_seconds()) < 1
+        assert [a for a, _, _ in runs(queue.database, job.id)] == [1]  # not retried at once
+    finally:
+        monkeypatch.delenv("TZ")
+        time_module.tzset()

@@ -427,9 +427,8 @@ class JobQueue:
             if eta is None:
                 self._deliver_task(job_id)
             else:
-                self._deliver_task.schedule(
-                    args=(job_id,), eta=eta.astimezone(UTC).replace(tzinfo=None)
-                )
+                # Aware: Huey reads a naive eta as local time (huey.utils.normalize_time).
+                self._deliver_task.schedule(args=(job_id,), eta=eta.astimezone(UTC))
         except Exception:
             log.warning(
                 "job message not sent; the sweeper sends it again",
