@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +13,10 @@ from sqlalchemy import delete, func, select
 from search2o import accounts
 from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError, NotFoundError
-from search2o.jobs import JobQueue, JobRegistry
+from search2o.jobs import JobQueue, JobRegistry, SweepReport
 from search2o.storage.db import Database
 from search2o.storage.job_models import Job
-from search2o.storage.models import User
+from search2o.storage.models import User, utcnow
 from tests.jobs.conftest import FAST, wait_until
 from tests.jobs.kinds import build_registry, create_tables, runs
 
@@ -254,3 +254,22 @@ def test_a_retry_is_scheduled_at_its_utc_time_whatever_the_local_time_zone(
     finally:
         monkeypatch.delenv("TZ")
         time_module.tzset()
+
+
+def test_a_sweep_repairs_once_and_reports_what_it_did(queue: JobQueue) -> None:
+    from search2o.jobs import ledger
+
+    dead = queue.enqueue("test.effect")
+    now = utcnow()
+    assert ledger.claim(queue.database, dead.id, "dead-worker", 1, now) is not None
+    lost = queue.enqueue("test.effect")
+    later = now + timedelta(seconds=queue.settings.lost_after_s + 5)
+    assert queue.sweep(later) == SweepReport(requeued=1, failed=0, resent=1, purged=0)
+    assert queue.sweep(later) == SweepReport()  # a second sweeper finds nothing left
+    assert queue.get(dead.id).state == "queued" and queue.get(dead.id).attempts == 1
+    for job_id in (dead.id, lost.id):
+        claim = ledger.claim(queue.database, job_id, "w", 10, later)
+        assert claim is not None and ledger.finish(queue.database, claim.lease, None, later)
+    purge_at = later + timedelta(days=queue.settings.keep_finished_days, seconds=1)
+    assert queue.sweep(purge_at).purged == 2
+    assert queue.list_jobs() == []

@@ -49,6 +49,7 @@ __all__ = ["JobQueue", "SweepReport"]
 log = logging.getLogger("search2o.jobs")
 
 _SWEEP_BATCH = 500
+_PURGE_BATCHES = 20
 _MAX_DEDUPE_CHARS = 255
 # First wait of an idle SQLite worker; Huey's consumer multiplies it by 1.15 per empty look
 # up to jobs.poll_max_s (Huey docs, "Consumer options": -d, -b, -m).
@@ -257,7 +258,13 @@ class JobQueue:
         purged = 0
         if self.settings.keep_finished_days > 0:
             before = instant - timedelta(days=self.settings.keep_finished_days)
-            purged = ledger.purge_finished(self.database, before, _SWEEP_BATCH)
+            # Batches of 500, at most 20 per sweep: a backlog is worked off over a few sweeps
+            # without holding the database for long.
+            for _ in range(_PURGE_BATCHES):
+                deleted = ledger.purge_finished(self.database, before, _SWEEP_BATCH)
+                purged += deleted
+                if deleted < _SWEEP_BATCH:
+                    break
         report = SweepReport(requeued, failed, resent, purged)
         if requeued or failed or resent or purged:
             log.info("jobs swept", extra={"fields": report.__dict__})

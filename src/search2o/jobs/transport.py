@@ -38,6 +38,7 @@ from huey.registry import Message
 from huey.serializer import Serializer
 from huey.storage import PostgresStorage
 from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
 
 from search2o.config import JobSettings
 from search2o.errors import ConfigError, StorageError
@@ -261,8 +262,9 @@ def _open_postgres(settings: JobSettings, database: Database, common: dict[str, 
                     text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_DDL_LOCK}
                 )
                 connection.commit()
-    except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    except (psycopg.Error, SQLAlchemyError) as exc:
+        original = getattr(exc, "orig", None) or exc
+        first = (str(original).strip().splitlines() or [type(original).__name__])[0]
         raise StorageError(f"cannot open the job queue on {database.describe()}: {first}") from exc
 
 
