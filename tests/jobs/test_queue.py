@@ -53,6 +53,8 @@ def _user(database: Database, email: str) -> int:
         ("test.effect", {}, {"dedupe_key": " "}, "dedupe_key", "must not be empty"),
         ("test.effect", {}, {"dedupe_key": "k" * 256}, "dedupe_key", "255"),
         ("test.effect", {}, {"max_attempts": 101}, "max_attempts", "1-100"),
+        ("test.effect", {}, {"max_attempts": 0}, "max_attempts", "1-100"),
+        ("test.effect", {}, {"owner": 4242}, "owner", "no user has id 4242"),
         ("test.effect", {}, {"owner": 0}, "owner", "user id"),
     ],
 )

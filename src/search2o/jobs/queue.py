@@ -31,6 +31,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError
 from search2o.jobs import ledger
@@ -147,8 +149,8 @@ class JobQueue:
             The job as stored (``queued`` unless it is an earlier job with the same key).
 
         Raises:
-            InputError: an unknown kind, or a bad payload, key or ``max_attempts``; nothing
-                was stored.
+            InputError: an unknown kind or owner, or a bad payload, key or ``max_attempts``;
+                nothing was stored.
             ConflictError: ``dedupe_key`` belongs to a job of another kind or owner.
             StorageError: the database failed.
 
@@ -170,21 +172,28 @@ class JobQueue:
         )
         if dedupe_key is not None:
             dedupe_key = check_text(dedupe_key, "dedupe_key", max_chars=_MAX_DEDUPE_CHARS)
-        attempts = max_attempts or registered.max_attempts or self.settings.max_attempts
+        attempts = (
+            max_attempts
+            if max_attempts is not None
+            else registered.max_attempts or self.settings.max_attempts
+        )
         if not 1 <= attempts <= 100:
             raise InputError("max_attempts", f"must be 1-100, got {attempts}")
         if owner is not None and owner < 1:
             raise InputError("owner", f"must be a user id (>= 1), got {owner}")
-        job, created = ledger.insert(
-            self.database,
-            job_id=new_id(),
-            kind=kind,
-            payload=body,
-            dedupe_key=dedupe_key,
-            owner_id=owner,
-            max_attempts=attempts,
-            now=utcnow(),
-        )
+        try:
+            job, created = ledger.insert(
+                self.database,
+                job_id=new_id(),
+                kind=kind,
+                payload=body,
+                dedupe_key=dedupe_key,
+                owner_id=owner,
+                max_attempts=attempts,
+                now=utcnow(),
+            )
+        except IntegrityError as exc:  # the owner's foreign key: ids are random, keys upserted
+            raise InputError("owner", f"no user has id {owner}") from exc
         if not created:
             if job.kind != kind or job.owner_id != owner:
                 raise ConflictError(
