@@ -14,6 +14,7 @@ from search2o import accounts
 from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError, NotFoundError
 from search2o.jobs import JobQueue, JobRegistry, SweepReport
+from search2o.jobs.transport import DELIVER_TASK
 from search2o.storage.db import Database
 from search2o.storage.job_models import Job
 from search2o.storage.models import User, utcnow
@@ -249,7 +250,10 @@ def test_a_retry_is_scheduled_at_its_utc_time_whatever_the_local_time_zone(
             "the first failure",
         )
         queue.stop_consumer(2)
-        (scheduled,) = queue.huey.scheduled()
+        # A delayed message waits in the queue until a worker moves it to Huey's schedule.
+        waiting = queue.huey.pending() + queue.huey.scheduled()
+        (scheduled,) = [m for m in waiting if type(m).__name__ == DELIVER_TASK]
+        assert scheduled.eta is not None
         eta = scheduled.eta.replace(tzinfo=UTC)
         assert abs((eta - retry.run_after).total_seconds()) < 1
         assert [a for a, _, _ in runs(queue.database, job.id)] == [1]  # not retried at once
