@@ -41,7 +41,7 @@ def test_the_environment_sets_jobs_settings(monkeypatch: pytest.MonkeyPatch) -> 
         ({"SEARCH2O_JOBS__REDIS_URL": "http://x"}, "must start with redis://"),
         ({"SEARCH2O_JOBS__BACKEND": "rabbitmq"}, "setting jobs.backend"),
         ({"SEARCH2O_JOBS__LEASE_S": "0.1"}, "setting jobs.lease_s"),
-        ({"SEARCH2O_JOBS__LEASE": "5"}, "setting jobs.lease"),
+        ({"SEARCH2O_JOBS__LEASE": "5"}, "SEARCH2O_JOBS__LEASE"),  # an unknown key
         ({"SEARCH2O_JOBS__BACKOFF_MAX_S": "1"}, "backoff_max_s must be at least"),
         ({"SEARCH2O_JOBS__QUEUE_NAME": "a b"}, "setting jobs.queue_name"),
     ],
