@@ -12,7 +12,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0012"
+HEAD = "0013"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -54,6 +54,7 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
         assert {"user_id", "conversation_id", "status", "heartbeat_at", "last_seq"} <= run_columns
         conversation_columns = {c["name"] for c in inspector.get_columns("conversations")}
         assert "kept_by_hooks" in conversation_columns
+        assert {"jobs", "upload_parts"} <= tables
         with db.engine.connect() as conn:
             if db.backend == "sqlite":
                 assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
