@@ -141,3 +141,33 @@ def test_an_upload_is_ingested_by_a_job_its_uploader_follows(token_runtime: Runt
     assert [d.title for d in runtime.knowledge.list_documents(runtime.local_principal())] == [
         "Parking"
     ]
+
+
+def test_compactions_are_jobs_once_the_queue_is_open(settings: Any, embedder: Any) -> None:
+    """The runtime's state store hands its compactions to the queue's consumer."""
+    from search2o.config import StateSettings
+    from search2o.state.store import DatabaseStateStore
+    from tests.state.conftest import new_conversation
+    from tests.state.test_store import appended
+
+    tuned = settings.model_copy(
+        update={
+            "state": StateSettings(compact_every=4),
+            "jobs": settings.jobs.model_copy(update=FAST),
+        }
+    )
+    with Runtime(tuned, embedder=embedder) as runtime:
+        queue = runtime.jobs
+        queue.start_consumer(1)
+        me = runtime.local_principal()
+        cid = new_conversation(runtime, me)
+        store = runtime.state_store
+        assert isinstance(store, DatabaseStateStore)
+        version = 0
+        for n in range(12):
+            version = store.save(cid, me, appended(n), version)
+        wait_until(lambda: store.pending_changes(cid) <= 5 or None, 30, "a compaction job")
+        compactions = queue.list_jobs(kind="state.compact")
+        assert compactions and any(j.state == "done" for j in compactions)
+        restored = store.restore(cid, me)
+        assert restored is not None and restored[1] == 12
