@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import create_engine, event, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,7 +31,7 @@ from search2o.errors import ConfigError, StorageError
 from search2o.private_dir import ensure_private_dir
 from search2o.storage.models import Counter
 
-__all__ = ["Backend", "Database", "bump_counter", "read_counter"]
+__all__ = ["Backend", "Database", "bump_counter", "dialect_insert", "read_counter"]
 
 Backend = Literal["sqlite", "postgresql"]
 
@@ -231,6 +232,18 @@ class Database:
         location = resources.files("search2o.storage") / "migrations"
         config.set_main_option("script_location", str(location))
         return config
+
+
+def dialect_insert(session: Session, table: Any) -> postgresql.Insert | sqlite.Insert:
+    """Return an INSERT into ``table`` in the session's backend dialect.
+
+    Both have ``on_conflict_do_nothing`` and ``on_conflict_do_update`` (SQLite's UPSERT,
+    "INSERT ... ON CONFLICT", since 3.24; PostgreSQL's ``ON CONFLICT``), the race-free way to
+    create a row two requests may both want first.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
 
 
 def _require_postgres_driver(driver: str) -> None:
