@@ -181,9 +181,11 @@ def test_minting_drops_the_users_earlier_unused_code_and_expired_ones(database: 
     first = mint(database, ann)
     bobs = mint(database, bob)
     with database.session() as session:  # bob's code expired meanwhile
-        session.execute(update(LinkCode).where(LinkCode.user_id == bob).values(
-            expires_at=utcnow() - timedelta(minutes=1)
-        ))
+        session.execute(
+            update(LinkCode)
+            .where(LinkCode.user_id == bob)
+            .values(expires_at=utcnow() - timedelta(minutes=1))
+        )
     second = mint(database, ann, minutes=1440)
     assert rows(database, LinkCode) == 1
     assert refused(lambda: redeem(database, first)).reason == BAD_CODE
@@ -227,12 +229,18 @@ def test_an_unknown_email_links_nothing(database: Database) -> None:
     add(database, "ann@example.com")
     with database.session() as session:
         assert identity.link_by_email(session, "slack", "T1", "U1", "nobody@example.com") is None
-        assert refused(
-            lambda: identity.link_by_email(session, "slack", "T1", "U1", "not an email")
-        ).field == "email"
-        assert refused(
-            lambda: identity.link_by_email(session, "slack", "T:1", "U1", "ann@example.com")
-        ).field == "workspace"
+        assert (
+            refused(
+                lambda: identity.link_by_email(session, "slack", "T1", "U1", "not an email")
+            ).field
+            == "email"
+        )
+        assert (
+            refused(
+                lambda: identity.link_by_email(session, "slack", "T:1", "U1", "ann@example.com")
+            ).field
+            == "workspace"
+        )
     assert rows(database, SurfaceIdentity) == 0
 
 
@@ -285,8 +293,18 @@ def test_a_surface_acts_for_an_account_linked_on_it_and_never_as_an_admin(
 
 @pytest.mark.parametrize(
     "header",
-    ["", "user", "user:T1", "user:T1:", "user::U1", "admin:T1", "shared:", "shared:T 1",
-     "user:T1:U1\x00", "user:T1:U/1"],
+    [
+        "",
+        "user",
+        "user:T1",
+        "user:T1:",
+        "user::U1",
+        "admin:T1",
+        "shared:",
+        "shared:T 1",
+        "user:T1:U1\x00",
+        "user:T1:U/1",
+    ],
 )
 def test_a_malformed_act_as_header_is_refused_naming_it(database: Database, header: str) -> None:
     with database.session() as session:

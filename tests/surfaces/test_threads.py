@@ -41,8 +41,14 @@ def lookup(database: Database, who: Principal, thread: str = "1700.1") -> str | 
 def remember(database: Database, who: Principal, conversation_id: str, **kw: Any) -> Any:
     with database.session() as session:
         return remember_thread(
-            session, "slack", "T1", kw.pop("channel", "C1"), kw.pop("thread", "1700.1"),
-            conversation_id, who, **kw,
+            session,
+            "slack",
+            "T1",
+            kw.pop("channel", "C1"),
+            kw.pop("thread", "1700.1"),
+            conversation_id,
+            who,
+            **kw,
         )
 
 

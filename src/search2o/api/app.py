@@ -33,6 +33,7 @@ from search2o.api.routers import (
     memories,
     runs,
     search,
+    surfaces,
 )
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
@@ -107,7 +108,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     )
     app.state.runtime = rt
     install_error_handlers(app)
-    for module in (health, search, documents, chat, runs, conversations, memories, agents):
+    routers = (health, search, documents, chat, runs, conversations, memories, agents, surfaces)
+    for module in routers:
         app.include_router(module.router)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
