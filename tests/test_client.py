@@ -472,7 +472,8 @@ def test_reconnects_are_bounded_and_a_stream_broken_before_its_first_event_is_no
     with slow_server(settings, embedder, [900, 0, 0, 0, 0]) as (_, proxy, base):
         with Client(proxy.base_url, retries=3, backoff_s=0.01) as client:
             seen: list[ChatEventItem] = []
-            with pytest.raises(errors.ProviderError, match="3 reconnects in a row failed") as gave_up:
+            refused = pytest.raises(errors.ProviderError, match="3 reconnects in a row failed")
+            with refused as gave_up:
                 consume(client, "tell me a long story", seen.append)
         assert len(proxy.heads) == 1 + 3
         assert seen and [i.id for i in seen] == list(range(1, len(seen) + 1))

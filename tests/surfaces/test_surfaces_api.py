@@ -255,6 +255,11 @@ def test_a_direct_message_reads_the_users_hr_documents_and_a_channel_never_does(
     assert "upload:salaries.md" in sources(api.post("/v1/search", json=query, headers=dm))
     shared_hits = sources(api.post("/v1/search", json=query, headers=channel))
     assert shared_hits and "upload:salaries.md" not in shared_hits  # open documents only
+    listed = {d["source"] for d in api.get("/v1/documents", headers=channel).json()}
+    assert listed == {"upload:vacation.md", "upload:parking.md"}
+    assert "upload:salaries.md" in {
+        d["source"] for d in api.get("/v1/documents", headers=dm).json()
+    }
 
     _, in_dm = chat(api, SALARY_Q, headers=dm)
     assert "upload:salaries.md" in {c["source"] for c in of(in_dm, "citation")}

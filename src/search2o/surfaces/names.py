@@ -54,8 +54,8 @@ def _check(value: object, field: str, pattern: re.Pattern[str], max_chars: int, 
     # by the character set instead of silently meaning "T1".
     text = check_text(value, field, max_chars=max_chars, strip=False)
     if pattern.fullmatch(text) is None:
-        shown = text if text.isprintable() else ascii(text)
-        raise InputError(field, f"{rule} (got {shown[:60]!r})")
+        # Shown escaped: the value may hold terminal controls (ESC) that a CLI would print.
+        raise InputError(field, f"{rule} (got {ascii(text[:60])})")
     return text
 
 
