@@ -55,7 +55,7 @@ def _check(value: object, field: str, pattern: re.Pattern[str], max_chars: int, 
     text = check_text(value, field, max_chars=max_chars, strip=False)
     if pattern.fullmatch(text) is None:
         # Shown escaped: the value may hold terminal controls (ESC) that a CLI would print.
-        raise InputError(field, f"{rule} (got {ascii(text[:60])})")
+        raise InputError(field, f"{rule} (got {text[:60]!a})")
     return text
 
 
