@@ -33,6 +33,7 @@ from search2o.api.routers import (
     memories,
     runs,
     search,
+    surfaces,
 )
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
@@ -107,6 +108,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         conversations,
         memories,
         agents,
+        surfaces,
     ):
         app.include_router(module.router)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
