@@ -66,7 +66,7 @@ def test_unknown_embedding_provider_is_a_config_error(tmp_path: Path) -> None:
     from search2o.providers.embeddings import build_embedder
 
     settings = load_settings(data_dir=tmp_path)
-    with pytest.raises(ConfigError, match="available: builtin, openai"):
+    with pytest.raises(ConfigError, match="installed: builtin, openai"):
         build_embedder(settings.embedding.model_copy(update={"provider": "nope"}))
 
 

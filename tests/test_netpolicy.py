@@ -52,3 +52,39 @@ def test_state_hooks_and_key_service_refuse_the_same_remote_http_urls(host: str)
         StateSettings(hooks=url, hook_secret="s" * 16)
     with pytest.raises(ConfigError, match="https"):
         HttpKeyProvider(url, "s" * 16)
+
+
+@pytest.mark.parametrize(
+    ("url", "secure", "problem"),
+    [
+        ("https://hooks.example.com/state", True, None),
+        ("http://127.0.0.2:8080/state", True, None),
+        ("http://[::1]/x", True, None),
+        ("http://hooks.example.com/state", True, "uses plain http to a remote host"),
+        ("http://gpu-box:11434/v1", False, None),
+        ("https://user:secret@hooks.example.com/", True, "must not hold a user name or password"),
+        ("ftp://example.com/", False, "must be an http(s) URL with a host"),
+        ("https:///path-only", False, "must be an http(s) URL with a host"),
+        ("http://host:99999/", False, "is not a URL"),
+        ("not a url", False, "must be an http(s) URL with a host"),
+    ],
+)
+def test_one_url_policy(url: str, secure: bool, problem: str | None) -> None:
+    from search2o.netpolicy import url_problem
+
+    found = url_problem(url, secure=secure)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+
+
+def test_configured_endpoints_follow_the_policy() -> None:
+    from pydantic import ValidationError
+
+    from search2o.config import EmbeddingSettings, ModelProfile, WebSearchSettings
+
+    for model in (EmbeddingSettings, ModelProfile, WebSearchSettings):
+        assert model(base_url="http://10.0.0.5:8000/v1").base_url == "http://10.0.0.5:8000/v1"
+        with pytest.raises(ValidationError, match="must not hold a user name or password"):
+            model(base_url="https://me:pw@api.example.com/v1")

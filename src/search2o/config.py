@@ -15,11 +15,18 @@ import os
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,12 +35,13 @@ from pydantic_settings import (
 )
 
 from search2o.errors import ConfigError
-from search2o.netpolicy import is_loopback_host
+from search2o.netpolicy import is_loopback_host, url_problem
 
 __all__ = [
     "ApiSettings",
     "ChatSettings",
     "EmbeddingSettings",
+    "JobSettings",
     "KeySettings",
     "KnowledgeSettings",
     "MemorySettings",
@@ -45,6 +53,24 @@ __all__ = [
     "WebSearchSettings",
     "load_settings",
 ]
+
+
+def _endpoint(value: str | None) -> str | None:
+    """Check a configured model or search endpoint by the one URL policy (netpolicy).
+
+    Plain http is allowed here (model servers often run on a private network); credentials in
+    the URL are not (they belong in ``api_key``).
+    """
+    if value is None:
+        return None
+    problem = url_problem(value, secure=False)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Endpoint = Annotated[str | None, AfterValidator(_endpoint)]
+"""A model or search endpoint's base URL, checked by :func:`_endpoint`."""
 
 
 class EmbeddingSettings(BaseModel):
@@ -59,7 +85,7 @@ class EmbeddingSettings(BaseModel):
 
     provider: str = Field(default="builtin", description="entry point in search2o.embedders")
     model: str = Field(default="text-embedding-3-small", description="model name for `openai`")
-    base_url: str | None = Field(default=None, description="e.g. http://localhost:8000/v1")
+    base_url: Endpoint = Field(default=None, description="e.g. http://localhost:8000/v1")
     api_key: SecretStr | None = None
     dimensions: int | None = Field(default=None, ge=1, le=8192)
     batch_size: int = Field(default=64, ge=1, le=2048)
@@ -166,7 +192,7 @@ class WebSearchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     provider: str | None = Field(default=None, description="entry point in search2o.web_search")
-    base_url: str | None = Field(default=None, description="e.g. http://searxng.internal:8080")
+    base_url: Endpoint = Field(default=None, description="e.g. http://searxng.internal:8080")
     k: int = Field(default=5, ge=1, le=20, description="results per web search")
     timeout_s: float = Field(default=10.0, gt=0)
 
@@ -183,7 +209,7 @@ class ModelProfile(BaseModel):
 
     provider: str = Field(default="builtin", description="entry point in search2o.chat_models")
     model: str = Field(default="", description="model name at the endpoint, e.g. gpt-4o-mini")
-    base_url: str | None = Field(default=None, description="e.g. http://localhost:11434/v1")
+    base_url: Endpoint = Field(default=None, description="e.g. http://localhost:11434/v1")
     api_key: SecretStr | None = None
     context_tokens: int = Field(default=8192, ge=1024, le=10_000_000)
     answer_reserve: int = Field(default=1024, ge=16, description="tokens kept for the answer")
@@ -375,12 +401,9 @@ class StateSettings(BaseModel):
                 "state.hook_secret must be at least 16 characters with an HTTP state hook "
                 "(set SEARCH2O_STATE__HOOK_SECRET)"
             )
-        host = urlsplit(str(self.hooks)).hostname or ""
-        if str(self.hooks).startswith("http://") and not is_loopback_host(host):
-            raise ValueError(
-                "state.hooks must use https (plain http is allowed to loopback only): the "
-                "state travels in plain form"
-            )
+        problem = url_problem(str(self.hooks), secure=True)
+        if problem is not None:
+            raise ValueError(f"state.hooks: {problem} (the state travels in plain form)")
         return self
 
 
@@ -491,6 +514,98 @@ class ApiSettings(BaseModel):
     )
 
 
+class JobSettings(BaseModel):
+    """The job queue (:mod:`search2o.jobs`, docs/jobs.md): its transport, leases and retries.
+
+    ``backend``: ``sqlite`` (embedded default) is Huey's ``SqliteHuey`` on ``sqlite_path``
+    (default ``<data_dir>/jobs.db``), one host only; ``postgres`` is Huey's ``PostgresHuey`` on
+    the PostgreSQL of ``database_url`` (``FOR UPDATE SKIP LOCKED`` and ``LISTEN/NOTIFY``);
+    ``redis`` is ``RedisHuey`` on ``redis_url``. Whatever the transport, every job has a row in
+    the ``jobs`` table of our database, which decides what runs: delivery is at-least-once.
+
+    Times are in seconds. A worker holds a job's lease for ``lease_s`` and renews it every
+    ``lease_s / 3`` while the handler runs; a lease that expires (the worker died) is taken
+    back by the sweeper, which runs every ``sweep_interval_s`` in every consumer. A failed
+    attempt is retried after ``min(backoff_max_s, backoff_base_s * 2**(attempt - 1))`` seconds
+    with equal jitter (half fixed, half random; Brooker, "Exponential Backoff And Jitter", AWS
+    Architecture Blog, 2015), until ``max_attempts``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["sqlite", "postgres", "redis"] = Field(
+        default="sqlite", description="transport: sqlite (one host), postgres or redis"
+    )
+    sqlite_path: Path | None = Field(
+        default=None, description="sqlite: the queue file (default <data_dir>/jobs.db)"
+    )
+    redis_url: SecretStr | None = Field(
+        default=None, description="redis: e.g. redis://:password@redis.internal:6379/0"
+    )
+    queue_name: str = Field(
+        default="search2o",
+        pattern=r"^[A-Za-z0-9_]{1,40}$",
+        description="name of the queue in the transport (letters, digits, _)",
+    )
+    server_workers: int = Field(
+        default=2, ge=0, le=64, description="consumer threads inside `search2o serve` (0: none)"
+    )
+    workers: int = Field(
+        default=2, ge=1, le=64, description="consumer threads of `search2o worker`"
+    )
+    lease_s: float = Field(default=60.0, ge=0.5, le=3600, description="a running job's lease")
+    max_attempts: int = Field(default=5, ge=1, le=100, description="attempts before `failed`")
+    backoff_base_s: float = Field(default=2.0, gt=0, le=3600, description="first retry delay")
+    backoff_max_s: float = Field(default=600.0, gt=0, le=86_400, description="longest delay")
+    tick_s: int = Field(
+        default=10, ge=1, le=60, description="how often each consumer fires periodic jobs"
+    )
+    sweep_interval_s: float = Field(
+        default=30.0, gt=0, le=3600, description="how often a consumer sweeps the ledger"
+    )
+    lost_after_s: float = Field(
+        default=120.0,
+        gt=0,
+        le=86_400,
+        description="a due job nobody claimed this long has lost its message: resent",
+    )
+    keep_finished_days: float = Field(
+        default=7.0, ge=0, le=3650, description="done/failed jobs are deleted after (0: kept)"
+    )
+    poll_max_s: float = Field(
+        default=0.2,
+        gt=0,
+        le=10,
+        description="sqlite: longest wait between two looks at an empty queue",
+    )
+    shutdown_timeout_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=3600,
+        description="on stop: wait this long for running jobs, then release their leases",
+    )
+    max_payload_bytes: int = Field(default=16_384, ge=256, le=1_048_576)
+    max_result_bytes: int = Field(default=65_536, ge=256, le=16_777_216)
+    max_error_chars: int = Field(default=2000, ge=100, le=100_000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobSettings:
+        if self.backoff_max_s < self.backoff_base_s:
+            raise ValueError("backoff_max_s must be at least backoff_base_s")
+        if self.backend == "redis" and not (
+            self.redis_url and self.redis_url.get_secret_value().strip()
+        ):
+            raise ValueError(
+                "jobs.backend redis needs jobs.redis_url (set SEARCH2O_JOBS__REDIS_URL, e.g. "
+                "redis://localhost:6379/0)"
+            )
+        if self.redis_url is not None and not self.redis_url.get_secret_value().startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ValueError("redis_url must start with redis://, rediss:// or unix://")
+        return self
+
+
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("search2o", appauthor=False))
 
@@ -534,6 +649,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     runs: RunSettings = Field(default_factory=RunSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
 
     @classmethod
     def settings_customise_sources(

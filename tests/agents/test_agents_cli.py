@@ -120,3 +120,22 @@ def test_delete_reports_the_memories_it_deleted(
     assert "deleted agent travel and 3 memories" in out(deleted)
     assert [(m.agent, m.label) for m in same_runtime.memory.list(ann)] == [("kitchen", "coffee")]
     assert same_runtime.memory.count(local) == 0
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
+
+
+@pytest.mark.slow
+def test_search2o_chat_answers_the_question_an_agent_run_asked(cli: Cli) -> None:
+    """`agents run` asks; `search2o chat`, continuing that conversation, answers it."""
+    assert "created agent travel" in out(cli.ok("agents", "push", str(EXAMPLES / "travel.json")))
+    asked = out(cli.ok("agents", "run", "travel", "Book me a flight"))
+    assert "Which airline do you prefer to fly?" in asked
+    conversation = re.search(r"--conversation ([0-9a-f]{32})", asked)
+    assert conversation is not None
+    chatted = out(cli.ok("chat", input="KLM\n"))
+    assert "continuing: travel: Book me a flight" in chatted
+    assert "Noted: you prefer to fly KLM" in chatted  # the agent's answer, not a chat turn
+    shown = json.loads(cli.ok("agents", "run", "travel", "Book me a flight", "--json").stdout)
+    assert shown["event"] == "done" and shown["status"] == "completed"
+    assert "KLM" in shown["text"]  # a later conversation answers from the stored memory

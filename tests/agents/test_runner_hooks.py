@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
+from sqlalchemy import func, select
 
+from search2o.api.app import create_app
 from search2o.config import Settings, StateSettings
 from search2o.runtime import Runtime
+from search2o.storage.models import (
+    Conversation,
+    Message,
+    RetrievalTrace,
+    StateChange,
+    StateSnapshot,
+    utcnow,
+)
+from search2o.storage.models import ConversationState as StateHead
+from search2o.storage.run_models import Run
 from tests.agents.test_runner import TRAVEL, run
+from tests.api.test_api import add_user as add_user_with_token
+from tests.api.test_api import serve
 from tests.memory.conftest import add_user
 from tests.state.conftest import hook_server, state_rows  # noqa: F401 - fixture
 from tests.state.hook_server import HookServer
@@ -59,3 +75,86 @@ def test_a_chat_follow_up_asks_the_hook_only_after_an_agents_answer(
     hook_server.requests.clear()
     assert hooked.agent_runner.waiting_agent(me, asked["conversation_id"]) == "travel"
     assert hook_server.requests == ["restore"]
+
+
+def _rows_of(runtime: Runtime, conversation: str) -> dict[str, int]:
+    """Rows our database holds for one conversation, by table."""
+    tables = {
+        "conversations": (Conversation, Conversation.id),
+        "messages": (Message, Message.conversation_id),
+        "state_heads": (StateHead, StateHead.conversation_id),
+        "state_changes": (StateChange, StateChange.conversation_id),
+        "state_snapshots": (StateSnapshot, StateSnapshot.conversation_id),
+        "runs": (Run, Run.conversation_id),
+    }
+    with runtime.database.session() as session:
+        found = {
+            name: int(
+                session.scalar(
+                    select(func.count()).select_from(table).where(column == conversation)
+                )
+                or 0
+            )
+            for name, (table, column) in tables.items()
+        }
+        traces = session.scalar(
+            select(func.count())
+            .select_from(RetrievalTrace)
+            .join(Message, Message.id == RetrievalTrace.message_id)
+            .where(Message.conversation_id == conversation)
+        )
+    return {**found, "traces": int(traces or 0)}
+
+
+def test_with_hooks_the_whole_agent_conversation_is_the_enterprises(
+    hooked: Runtime,
+    hook_server: HookServer,  # noqa: F811
+) -> None:
+    """Ask, then answer: our database keeps only the entry; the view comes from the hook."""
+    auth = add_user_with_token(hooked, "ann@example.com")
+    add_user_with_token(hooked, "root@example.com", admin=True)
+    admin = hooked.principal_for("root@example.com")  # an admin stores the agent
+    hooked.agents.put(json.dumps(TRAVEL).encode(), name="travel", fmt="json", admin=admin)
+    with serve(create_app(hooked.settings, runtime=hooked)) as client:
+
+        def chat(body: dict[str, object]) -> dict[str, object]:
+            reply = client.post("/v1/chat", json={**body, "stream": False}, headers=auth)
+            assert reply.status_code == 200, reply.text
+            data: dict[str, object] = reply.json()
+            return data
+
+        asked = chat({"message": "Book me a flight", "agent": "travel"})
+        assert asked["status"] == "paused"
+        conversation = str(asked["conversation_id"])
+        answered = chat({"message": "KLM", "conversation_id": conversation})
+        assert answered["text"] == "Noted: KLM"  # the waiting question took it
+        hooked.chat.runs.sweep(now=utcnow() + timedelta(days=1))  # run events are transient
+        assert _rows_of(hooked, conversation) == {
+            "conversations": 1,  # the entry: sealed title, last use, owner
+            "messages": 0,
+            "state_heads": 0,
+            "state_changes": 0,
+            "state_snapshots": 0,
+            "runs": 0,
+            "traces": 0,
+        }
+        view = client.get(f"/v1/conversations/{conversation}", headers=auth).json()
+        assert [(m["role"], m["text"]) for m in view["messages"]] == [
+            ("user", "Book me a flight"),
+            ("assistant", "Which airline do you prefer?"),
+            ("user", "KLM"),
+            ("assistant", "Noted: KLM"),
+        ]
+        assert view["message_count"] == 4
+        record = hook_server.hook.records[conversation]
+        assert [m["text"] for m in record.state["transcript"]] == [
+            m["text"] for m in view["messages"]
+        ]
+        # A plain follow-up is the agent's too: nothing is ever stored with us.
+        more = chat({"message": "Which airline?", "conversation_id": conversation})
+        assert more["agent"] == "travel"
+        assert _rows_of(hooked, conversation)["messages"] == 0
+        # Delete asks the hook to delete it too.
+        assert client.delete(f"/v1/conversations/{conversation}", headers=auth).status_code == 204
+        assert conversation not in hook_server.hook.records
+        assert conversation in hook_server.hook.tombstones

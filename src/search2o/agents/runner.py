@@ -68,11 +68,12 @@ from search2o.query.conversations import (
     clean_title,
     create_conversation,
     owned_conversation,
+    touch_entry,
 )
 from search2o.state import StateStore
 from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges
 from search2o.storage.db import Database
-from search2o.storage.models import Message
+from search2o.storage.models import Message, new_id
 from search2o.textrules import check_text
 
 __all__ = ["AgentRunner", "PreparedRun"]
@@ -172,19 +173,54 @@ class AgentRunner:
             NotFoundError: the conversation is missing or another user's.
 
         """
+        return self.answering_agent(principal, conversation_id, waiting_only=True)
+
+    def kept_by_hooks(self, principal: Principal, conversation_id: str) -> bool:
+        """Tell whether the state hooks keep the conversation's transcript.
+
+        Raises:
+            NotFoundError: the conversation is missing or another user's.
+
+        """
         with self._db.session() as session:
-            owned_conversation(session, principal, conversation_id, self._settings.retention)
+            row = owned_conversation(session, principal, conversation_id, self._settings.retention)
+            return bool(row.kept_by_hooks)
+
+    def answering_agent(
+        self, principal: Principal, conversation_id: str, *, waiting_only: bool = False
+    ) -> str | None:
+        """Return the agent that answers the next message of the conversation, if one does.
+
+        The agent whose run waits on ``ask``; or, in a conversation the state hooks keep
+        (``kept_by_hooks``: an agent conversation whose transcript is the enterprise's), the
+        last agent that ran in it — such a conversation is answered by its agent, never by a
+        chat turn that would store messages with us. ``waiting_only`` asks the first question
+        alone.
+
+        Raises:
+            NotFoundError: the conversation is missing or another user's.
+
+        """
+        with self._db.session() as session:
+            row = owned_conversation(session, principal, conversation_id, self._settings.retention)
+            hooked = row.kept_by_hooks
             latest = session.scalar(
                 select(Message.agent)
                 .where(Message.conversation_id == conversation_id, Message.role == "assistant")
                 .order_by(Message.seq.desc())
                 .limit(1)
             )
-        if latest is None:
+        if latest is None and not hooked:
             return None
         restored = self._state.restore(conversation_id, principal)
-        waiting = _waiting_run(restored[0]) if restored is not None else None
-        return waiting.agent if waiting is not None else None
+        if restored is None:
+            return None
+        waiting = _waiting_run(restored[0])
+        if waiting is not None:
+            return waiting.agent
+        if hooked and not waiting_only and restored[0].runs:
+            return restored[0].runs[-1].agent
+        return None
 
     # --- running --------------------------------------------------------------------------------
 
@@ -231,7 +267,8 @@ class AgentRunner:
         emit: Callable[[Event], None],
         cancelled: threading.Event | None = None,
     ) -> None:
-        conversation_id, user_message_id, created = self._open(run)
+        opened = self._open(run)
+        conversation_id, user_message_id, created = opened.id, opened.message_id, opened.created
         emit(
             ConversationEvent(
                 conversation_id=conversation_id,
@@ -309,13 +346,13 @@ class AgentRunner:
                 waiting.output = {"error": exc.message}
                 waiting.finished_at = _now()
                 closing = (store, waiting, version)
-            emit(self._failed(run, conversation_id, exc, effects, closing))
+            emit(self._failed(run, opened, exc, effects, closing))
             return
         effects.state.record_run(record)
         try:
-            message_id = self._save(run, conversation_id, store, effects, version, text, citations)
+            message_id = self._save(run, opened, store, effects, version, text, citations)
         except Search2oError as exc:
-            emit(self._failed(run, conversation_id, exc, effects))
+            emit(self._failed(run, opened, exc, effects))
             return
         emit(DeltaEvent(text=text))
         done: dict[str, Any] = {
@@ -337,13 +374,21 @@ class AgentRunner:
             done["trace"] = [entry.to_json() for entry in effects.trace]
         emit(DoneEvent(**done))
 
-    def _open(self, run: PreparedRun) -> tuple[str, str, bool]:
+    def _open(self, run: PreparedRun) -> _Opened:
+        """Create or open the conversation and store the user's message (with us or not).
+
+        With state hooks that keep transcripts (and not for validation runs), a conversation
+        this run creates is ``kept_by_hooks``: its messages go into the state at the save, and
+        here only the entry is written.
+        """
+        keeps = self._state.keeps_transcript and not run.validation
         with self._db.session() as session:
             if run.conversation_id is None:
                 title = clean_title(f"{run.definition.name}: {run.message}")
                 conversation, sealer = create_conversation(
                     session, self._vault, run.principal, title
                 )
+                conversation.kept_by_hooks = keeps
                 created = True
             else:
                 conversation = owned_conversation(
@@ -351,6 +396,10 @@ class AgentRunner:
                 )
                 sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
                 created = False
+            if conversation.kept_by_hooks:
+                question = _transcript_message("user", run.message, run.definition.name)
+                touch_entry(session, conversation)
+                return _Opened(conversation.id, question["id"], created, question)
             message = append_message(
                 session,
                 conversation,
@@ -359,67 +408,86 @@ class AgentRunner:
                 text=run.message,
                 agent=run.definition.name,
             )
-            return conversation.id, message.id, created
+            return _Opened(conversation.id, message.id, created)
 
     def _save(
         self,
         run: PreparedRun,
-        conversation_id: str,
+        opened: _Opened,
         store: StateStore,
         effects: RunEffects,
         version: int,
         text: str,
         citations: list[dict[str, Any]],
     ) -> str:
-        """Save state, memories and the agent's message in one transaction; return its id."""
+        """Save state, memories and the agent's message in one transaction; return its id.
+
+        In a conversation the hooks keep, the question and the answer join the state's
+        transcript instead of our ``messages`` table.
+        """
         self._memory.prepare(effects.memory)
         with self._db.session() as session:
             conversation = owned_conversation(
-                session, run.principal, conversation_id, self._settings.retention
+                session, run.principal, opened.id, self._settings.retention
             )
-            sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
             self._memory.apply(session, run.principal, effects.memory)
-            message = append_message(
-                session,
-                conversation,
-                sealer,
-                role="assistant",
-                text=text,
-                citations=citations,
-                agent=run.definition.name,
-                status="complete",
-            )
+            if opened.question is not None:
+                answer = _transcript_message(
+                    "assistant", text, run.definition.name, citations=citations
+                )
+                effects.state.add_message(opened.question)
+                effects.state.add_message(answer)
+                touch_entry(session, conversation, messages=2)
+                message_id = str(answer["id"])
+            else:
+                sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
+                message = append_message(
+                    session,
+                    conversation,
+                    sealer,
+                    role="assistant",
+                    text=text,
+                    citations=citations,
+                    agent=run.definition.name,
+                    status="complete",
+                )
+                message_id = str(message.id)
             # Last: a hook store's save leaves the enterprise's side changed only when every
             # write of ours went through; if it fails, this transaction rolls back.
-            store.save(conversation_id, run.principal, effects.state, version, session=session)
-            return str(message.id)
+            store.save(opened.id, run.principal, effects.state, version, session=session)
+            return message_id
 
     def _failed(
         self,
         run: PreparedRun,
-        conversation_id: str,
+        opened: _Opened,
         error: Search2oError,
         effects: RunEffects,
         closing: tuple[StateStore, RunRecord, int] | None = None,
     ) -> Event:
         """Record the failed answer in the transcript; the state and memories stay.
 
+        In a conversation the hooks keep, nothing of the failed run is written: its transcript
+        is state, and state is never saved for a failed run.
         ``closing``: a waiting run to record as failed (and nothing else), in the same
         transaction, so the next message is not taken for its answer again.
         """
+        conversation_id = opened.id
         with self._db.session() as session:
             conversation = owned_conversation(session, run.principal, conversation_id, None)
-            sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
-            message = append_message(
-                session,
-                conversation,
-                sealer,
-                role="assistant",
-                text=f"The agent {run.definition.name} failed: {error.message}",
-                agent=run.definition.name,
-                status="failed",
-            )
-            message_id = str(message.id)
+            message_id: str | None = None
+            if opened.question is None:
+                sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
+                message = append_message(
+                    session,
+                    conversation,
+                    sealer,
+                    role="assistant",
+                    text=f"The agent {run.definition.name} failed: {error.message}",
+                    agent=run.definition.name,
+                    status="failed",
+                )
+                message_id = str(message.id)
             if closing is not None:
                 store, closed, version = closing
                 changes = StateChanges()
@@ -512,6 +580,32 @@ def _cite(text: str, registry: CitationRegistry) -> tuple[str, list[dict[str, An
     head, first = citer.feed(text)
     tail, rest = citer.finish()
     return (head + tail).strip(), [c.to_dict() for c in [*first, *rest]]
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """The conversation a run answers in; ``question`` is set when the hooks keep it."""
+
+    id: str
+    message_id: str
+    created: bool
+    question: dict[str, Any] | None = None
+
+
+def _transcript_message(
+    role: str, text: str, agent: str, *, citations: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Return a transcript message (``ConversationState.transcript``'s form)."""
+    return {
+        "id": new_id(),
+        "role": role,
+        "text": text,
+        "citations": citations or [],
+        "status": "complete",
+        "agent": agent,
+        "searched": bool(citations),
+        "created_at": _now(),
+    }
 
 
 def _waiting_run(state: ConversationState) -> RunRecord | None:

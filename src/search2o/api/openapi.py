@@ -114,9 +114,10 @@ def apply_setting_limits(document: dict[str, Any], settings: Settings) -> dict[s
 def event_schemas() -> dict[str, Any]:
     """Return the schemas of the answer events (:mod:`search2o.events`) and ``ChatEvent``.
 
-    ``ChatEvent`` describes one Server-Sent Event frame of ``POST /v1/chat`` and
-    ``GET /v1/runs/{id}/events``: its ``id`` (the event's number in the run), its ``event``
-    name and its ``data``.
+    ``ChatEvent`` describes one Server-Sent Event of ``POST /v1/chat`` and
+    ``GET /v1/runs/{id}/events`` the way OpenAPI 3.2 describes event streams (an object of the
+    event's fields: ``event`` its name, ``id`` its number in the run, ``data`` the JSON text
+    whose ``contentSchema`` is the event's model).
     """
     schemas: dict[str, Any] = {}
     frames = []
@@ -127,17 +128,21 @@ def event_schemas() -> dict[str, Any]:
         frames.append(
             {
                 "type": "object",
-                "title": f"{kind} frame",
+                "title": f"{kind} event",
                 "properties": {
-                    "id": {"type": "integer", "minimum": 1},
                     "event": {"const": kind},
-                    "data": {"$ref": f"#/components/schemas/{cls.__name__}"},
+                    "id": {"type": "string", "pattern": "^[1-9][0-9]*$"},
+                    "data": {
+                        "type": "string",
+                        "contentMediaType": "application/json",
+                        "contentSchema": {"$ref": f"#/components/schemas/{cls.__name__}"},
+                    },
                 },
-                "required": ["id", "event", "data"],
+                "required": ["event", "id", "data"],
             }
         )
     schemas["ChatEvent"] = {
-        "description": "one Server-Sent Event of an answer: `id:`, `event:` and `data:` lines",
+        "description": "one Server-Sent Event of an answer: its `event`, `id` and `data` fields",
         "oneOf": frames,
     }
     return schemas

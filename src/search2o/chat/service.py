@@ -109,9 +109,10 @@ class ChatService:
     ) -> PreparedAnswer:
         """Validate a message and decide what answers it, writing nothing.
 
-        An agent answers when ``agent`` is named, or when the conversation has an agent's run
+        An agent answers when ``agent`` is named, when the conversation has an agent's run
         waiting on ``ask`` (the message is its answer; a deleted agent's question is moot and a
-        chat turn answers). Otherwise a chat turn does.
+        chat turn answers), or when the state hooks keep the conversation (its last agent
+        answers: its transcript is the enterprise's). Otherwise a chat turn does.
 
         Raises:
             InputError: the message is empty, too long, holds a NUL or a lone surrogate
@@ -126,9 +127,16 @@ class ChatService:
             setting="chat.max_message_chars",
         )
         if agent is None and conversation_id is not None:
-            agent = self._runner().waiting_agent(principal, conversation_id)
+            runner = self._runner()
+            agent = runner.answering_agent(principal, conversation_id)
             if agent is not None and agent not in {a.name for a in self._agents.list()}:
                 agent = None  # its agent was deleted: the question is moot, the chat goes on
+            if agent is None and runner.kept_by_hooks(principal, conversation_id):
+                raise InputError(
+                    "agent",
+                    "this conversation is kept by the organisation's state service and has no "
+                    "agent to answer it; name one with `agent`, or start a new conversation",
+                )
         if agent is None:
             if inputs is not None:
                 raise InputError("inputs", "only with `agent`")

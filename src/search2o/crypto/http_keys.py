@@ -49,7 +49,7 @@ from search2o.config import KeySettings
 from search2o.crypto.envelope import DATA_KEY_BYTES
 from search2o.crypto.keys import KeyVersion, WrappedKey
 from search2o.errors import ConfigError, InputError, IntegrityCheckError, KeyUnavailableError
-from search2o.netpolicy import is_loopback_host
+from search2o.netpolicy import url_problem
 from search2o.signing import signed_headers
 
 __all__ = ["HttpKeyProvider"]
@@ -282,19 +282,10 @@ def _check_url(url: str | None) -> httpx.URL:
             "setting keys.url is required for keys.provider 'http': the key service's base "
             "URL, e.g. https://keys.example.com/search2o"
         )
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise ConfigError(f"setting keys.url: {url!r} is not a URL") from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigError(f"setting keys.url: {url!r} must be an http(s) URL with a host")
-    if parsed.scheme == "http" and not is_loopback_host(parsed.host):
-        raise ConfigError(
-            f"setting keys.url: {url!r} uses plain http to a remote host; data keys travel in "
-            "the requests, so use https (http is allowed for loopback only)"
-        )
-    if parsed.query or parsed.fragment:
-        raise ConfigError(f"setting keys.url: {url!r} must not have a query or fragment")
+    problem = url_problem(url, secure=True, query=False)
+    if problem is not None:
+        raise ConfigError(f"setting keys.url: {problem} (data keys travel in the requests)")
+    parsed = httpx.URL(url)
     return parsed
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "live",
     "open_message",
     "owned_conversation",
+    "touch_entry",
     "validate_title",
 ]
 
@@ -100,6 +101,22 @@ class MessageInfo:
     rating: str | None
     agent: str | None
     created_at: datetime
+
+    @classmethod
+    def from_transcript(cls, conversation_id: str, message: dict[str, Any]) -> MessageInfo:
+        """Build from a message of a state's transcript (state hooks keeping the conversation)."""
+        return cls(
+            str(message["id"]),
+            conversation_id,
+            str(message["role"]),
+            str(message["text"]),
+            list(message.get("citations") or []),
+            str(message.get("status") or "complete"),
+            bool(message.get("searched")),
+            None,
+            message.get("agent"),
+            datetime.fromisoformat(str(message["created_at"])),
+        )
 
     @classmethod
     def of(cls, row: Message, sealer: Sealer) -> MessageInfo:
@@ -277,6 +294,26 @@ def append_message(
     return message
 
 
+def touch_entry(session: Session, conversation: Conversation, messages: int = 0) -> None:
+    """Mark a conversation used now and count ``messages`` more in it (kept elsewhere).
+
+    For conversations whose messages the state hooks keep: the entry's ``message_count`` and
+    ``last_used_at`` still follow the conversation, so lists and retention work the same.
+
+    Raises:
+        NotFoundError: the conversation was deleted meanwhile.
+
+    """
+    done = session.execute(
+        update(Conversation)
+        .where(Conversation.id == conversation.id)
+        .values(message_count=Conversation.message_count + messages, last_used_at=utcnow())
+        .returning(Conversation.id)
+    ).scalar_one_or_none()
+    if done is None:
+        raise _missing_conversation(conversation.id)
+
+
 class Conversations:
     """The conversation and message operations of the API and CLI.
 
@@ -361,16 +398,27 @@ class Conversations:
     def messages(self, principal: Principal, conversation_id: str) -> list[MessageInfo]:
         """Return the conversation's messages in order (a read: it counts as a use).
 
+        A conversation the state hooks keep (``kept_by_hooks``) is read from the hook's
+        ``restore``, with the owner's email; its messages cannot be rated or traced here.
+
         Raises:
             NotFoundError: missing, expired or another user's.
             IntegrityCheckError: a stored message was altered.
+            HookError: the state hook failed.
 
         """
         with self._db.session() as session:
             row = self._owned(session, principal, conversation_id)
             row.last_used_at = utcnow()
             sealer = self._vault.sealer(session, row.id, row.user_id)
-            return [MessageInfo.of(m, sealer) for m in row.messages]
+            ours = [MessageInfo.of(m, sealer) for m in row.messages]
+            hooked = row.kept_by_hooks
+        if not hooked or self._state is None:
+            return ours
+        # The state hooks keep this conversation's transcript: ask them (as its owner).
+        restored = self._state.restore(conversation_id, principal)
+        kept = restored[0].transcript if restored is not None else []
+        return ours + [MessageInfo.from_transcript(conversation_id, m) for m in kept]
 
     def update(
         self,

@@ -250,6 +250,22 @@ def sample_changes(tag: str, n: int = 1) -> StateChanges:
     changes.set_conv("counter", n)
     changes.set_conv("nested", {"list": [1, 2.5, True, None, "x"], "deep": {"a": {"b": [{}]}}})
     changes.set_agent("triage", "seen", [tag])
+    # The transcript a store keeps when it holds the whole conversation (state hooks).
+    for role, text in (("user", f"Book a flight {tag}"), ("assistant", "Which airline? [1]")):
+        changes.add_message(
+            {
+                "id": f"m-{tag}-{role}",
+                "role": role,
+                "text": text,
+                "citations": [{"number": 1, "title": "Travel", "source": "travel.md"}]
+                if role == "assistant"
+                else [],
+                "status": "complete",
+                "agent": "triage",
+                "searched": role == "assistant",
+                "created_at": "2025-01-01T00:00:00+00:00",
+            }
+        )
     return changes
 
 

@@ -253,6 +253,7 @@ class HookStateStore:
     """
 
     joins_transaction: ClassVar[bool] = False
+    keeps_transcript: ClassVar[bool] = True
 
     def __init__(
         self,

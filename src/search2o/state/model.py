@@ -10,7 +10,10 @@ runs (docs/conversation-state.md):
   ``"conversation"`` (``agent`` is ``None``: one per name) or ``"agent"`` (one per agent and
   name);
 * ``conv``: the ``conv.`` variables every agent shares;
-* ``agent``: the ``agent.`` variables of each agent that has run (``{agent: {name: value}}``).
+* ``agent``: the ``agent.`` variables of each agent that has run (``{agent: {name: value}}``);
+* ``transcript``: the conversation's messages, when state hooks keep the whole conversation
+  (with hooks set, an agent conversation's messages live here, in the enterprise's store, and
+  our database keeps only the conversation's entry); empty otherwise.
 
 Local variables are not kept. A run does not send a new copy of the state: it records a
 :class:`StateChanges` — new or updated run records, appended prompt entries and system texts,
@@ -27,16 +30,20 @@ run holds do not reach the store.
 JSON forms (``format`` 1; stores seal these, hooks receive the state's form in plain)::
 
     state   = {"format": 1, "runs": [run...], "prompts": [prompt...],
-               "conv": {name: value}, "agent": {agent: {name: value}}}
+               "conv": {name: value}, "agent": {agent: {name: value}},
+               "transcript": [message...]}
     run     = {"run_id", "agent", "status", "inputs": {..}, "output": value,
                "pause": null | {"function", "position": [int|str...], "question", "resume": {..}},
                "started_at": iso|null, "finished_at": iso|null}
     prompt  = {"scope", "agent": str|null, "name", "system", "history": [entry...]}
     entry   = {"role": "user"|"assistant"|"tool", "content": str|null, ...tool fields}
+    message = {"id", "role": "user"|"assistant", "text", "citations": [..], "status",
+               "agent": str|null, "searched": bool, "created_at": iso}
     changes = {"format": 1, "runs": [run...],
                "prompts": [{"scope", "agent", "name", "system": str|null, "append": [entry...]}],
                "conv_set": {..}, "conv_delete": [name...],
-               "agent_set": {agent: {..}}, "agent_delete": {agent: [name...]}}
+               "agent_set": {agent: {..}}, "agent_delete": {agent: [name...]},
+               "messages": [message...]}
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from search2o.errors import InputError
 
 __all__ = [
     "HISTORY_ROLES",
+    "MESSAGE_ROLES",
     "PROMPT_SCOPES",
     "RUN_STATUSES",
     "STATE_FORMAT",
@@ -242,6 +250,32 @@ def _entry(value: Any, field: str) -> dict[str, Any]:
 
 def _history(value: Any, field: str) -> list[dict[str, Any]]:
     return [_entry(item, f"{field}[{i}]") for i, item in enumerate(_sequence(value, field))]
+
+
+MESSAGE_ROLES = ("user", "assistant")
+
+
+def _message(value: Any, field: str) -> dict[str, Any]:
+    """Return the checked JSON form of a transcript message (see the module docstring)."""
+    data = _mapping(value, field)
+    role = data.get("role")
+    if role not in MESSAGE_ROLES:
+        raise InputError(f"{field}.role", f"{role!r} is not a role (user or assistant)")
+    citations = _sequence(data.get("citations", []), f"{field}.citations")
+    return {
+        "id": _text(data.get("id"), f"{field}.id"),
+        "role": role,
+        "text": _text(data.get("text", ""), f"{field}.text", limit=None, empty=True),
+        "citations": check_json(citations, f"{field}.citations"),
+        "status": _text(data.get("status", "complete"), f"{field}.status"),
+        "agent": _optional_text(data.get("agent"), f"{field}.agent"),
+        "searched": bool(data.get("searched", False)),
+        "created_at": _text(data.get("created_at"), f"{field}.created_at"),
+    }
+
+
+def _messages(value: Any, field: str) -> list[dict[str, Any]]:
+    return [_message(item, f"{field}[{i}]") for i, item in enumerate(_sequence(value, field))]
 
 
 # --- records -----------------------------------------------------------------------------
@@ -477,6 +511,7 @@ class ConversationState:
     prompts: dict[PromptKey, Prompt] = field(default_factory=dict)
     conv: dict[str, Any] = field(default_factory=dict)
     agent: dict[str, dict[str, Any]] = field(default_factory=dict)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
 
     def run(self, run_id: str) -> RunRecord | None:
         """Return the run ``run_id``, or ``None``."""
@@ -525,6 +560,7 @@ class ConversationState:
                 _text(name, "agent"): _variables(values, "agent", name)
                 for name, values in self.agent.items()
             },
+            "transcript": _messages(self.transcript, "transcript"),
         }
 
     @classmethod
@@ -564,6 +600,7 @@ class ConversationState:
             )
             for name, values in agents.items()
         }
+        state.transcript = _messages(value.get("transcript", []), f"{field}.transcript")
         return state
 
 
@@ -598,6 +635,7 @@ class StateChanges:
         prompts: per prompt, the system text set and the history entries appended.
         conv_set, conv_delete: ``conv.`` variables set / deleted.
         agent_set, agent_delete: ``agent.`` variables set / deleted, per agent.
+        messages: transcript messages appended (state hooks keeping the whole conversation).
 
     """
 
@@ -607,6 +645,7 @@ class StateChanges:
     conv_delete: list[str] = field(default_factory=list)
     agent_set: dict[str, dict[str, Any]] = field(default_factory=dict)
     agent_delete: dict[str, list[str]] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
     # Builders for the Agent Engine; none of them checks values (the save does).
 
@@ -656,10 +695,15 @@ class StateChanges:
         if name not in names:
             names.append(name)
 
+    def add_message(self, message: dict[str, Any]) -> None:
+        """Append a message to the transcript (see :class:`ConversationState`)."""
+        self.messages.append(message)
+
     def is_empty(self) -> bool:
         """Whether applying these changes would change nothing."""
         return not (
-            self.runs
+            self.messages
+            or self.runs
             or self.prompts
             or self.conv_set
             or self.conv_delete
@@ -694,6 +738,7 @@ class StateChanges:
                 ]
                 for agent, names in self.agent_delete.items()
             },
+            "messages": _messages(self.messages, "messages"),
         }
 
     def validate(self) -> None:
@@ -748,6 +793,7 @@ class StateChanges:
                 ]
                 for a, v in agent_delete.items()
             },
+            messages=_messages(value.get("messages", []), f"{field}.messages"),
         )
         return changes
 
@@ -793,4 +839,5 @@ def _apply_in_place(state: ConversationState, changes: StateChanges) -> Conversa
                 variables.pop(name, None)
     for agent, values in changes.agent_set.items():
         state.agent.setdefault(agent, {}).update(values)
+    state.transcript.extend(changes.messages)
     return state

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from types import TracebackType
@@ -88,10 +88,13 @@ class StateStore(Protocol):
         joins_transaction: ``True`` when ``save(..., session=s)`` writes inside ``s`` (so it
             commits or rolls back with the run's messages and memories); ``False`` when the
             state goes elsewhere (hooks): call ``save`` last, just before committing.
+        keeps_transcript: ``True`` when an agent conversation's messages belong in the state
+            (the enterprise keeps the whole conversation; we keep only its entry).
 
     """
 
     joins_transaction: ClassVar[bool]
+    keeps_transcript: ClassVar[bool]
 
     def restore(
         self, conversation: str, user: Principal, *, session: Session | None = None
@@ -249,6 +252,7 @@ class DatabaseStateStore:
     """
 
     joins_transaction: ClassVar[bool] = True
+    keeps_transcript: ClassVar[bool] = False
 
     def __init__(self, database: Database, vault: Vault, compact_every: int = 64) -> None:
         if compact_every < 0:
@@ -261,6 +265,15 @@ class DatabaseStateStore:
         self._futures: set[Future[None]] = set()
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
+        self._scheduler: Callable[[str], object] | None = None
+
+    def use_scheduler(self, schedule: Callable[[str], object] | None) -> None:
+        """Hand compactions to ``schedule(conversation)`` (the job queue) instead of a thread.
+
+        ``None`` goes back to this process's own background thread (a CLI command, with no
+        queue consumer). A scheduler that fails leaves the compaction to the thread.
+        """
+        self._scheduler = schedule
 
     # --- the protocol -------------------------------------------------------------------
 
@@ -473,6 +486,12 @@ class DatabaseStateStore:
             return 0 if head is None else max(0, head.version - head.snapshot_version)
 
     def _schedule(self, conversation: str) -> None:
+        if self._scheduler is not None:
+            try:
+                self._scheduler(conversation)
+                return
+            except Exception:  # the queue is down: compact here rather than not at all
+                logger.exception("could not enqueue a compaction; compacting in this process")
         with self._lock:
             if self._closed or conversation in self._queued:
                 return
