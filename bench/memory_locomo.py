@@ -32,7 +32,7 @@ averaged over the questions of a category, and over all questions of categories 
   ``memory.lexical_weight`` (1.0; ``--lexical-weight``) x the BM25 share over keyed term
   hashes, plus the time bonus for questions asking when; the retrieval time of the hits is
   kept in the run's changes and written with the run's state. The relevance threshold
-  (``memory.min_score``, 0.48 by default, calibrated for "is this memory relevant at all") is
+  (``memory.min_score``, 0.43 by default, calibrated for "is this memory relevant at all") is
   lowered to -1 so that it does not cut the ranking;
   recall at the default threshold is reported as an extra column ("R@10 default threshold").
   A search that writes the retrieval time itself (``touch=True`` without changes, one UPDATE

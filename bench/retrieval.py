@@ -54,7 +54,7 @@ search p50 at 100,000 chunks at most 10 ms on SQLite and 15 ms on PostgreSQL.
 Run from the repository root (peers are bench-only dependencies: ``.venv/bin/pip install -e
 '.[bench]'``; a missing one is skipped with the reason)::
 
-    .venv/bin/python bench/retrieval.py                          # about 25 minutes on 2 cores
+    .venv/bin/python bench/retrieval.py                          # about 40 minutes on 2 cores
     .venv/bin/python bench/retrieval.py --skip-synthetic --mtrag-limit 50
     .venv/bin/python bench/retrieval.py --skip-handbook --skip-mtrag --backends sqlite
 """

@@ -419,7 +419,8 @@ class MemorySettings(BaseModel):
     ``lexical_weight`` x its BM25 share of the query, plus a time bonus for questions asking
     when, :func:`search2o.memory.ranking.hybrid_scores`),
     calibrated on the labelled set in ``tests/memory/labelled.py`` with the built-in embedding
-    model (another model needs its own calibration); ``lexical_weight`` 0 ranks by meaning
+    model: the highest threshold that still finds every relevant pair (another model needs its
+    own calibration); ``lexical_weight`` 0 ranks by meaning
     alone.
     """
 
@@ -435,7 +436,7 @@ class MemorySettings(BaseModel):
     max_query_chars: int = Field(default=2000, ge=1, le=100_000)
     max_limit: int = Field(default=100, ge=1, le=1000, description="most matches one query returns")
     min_score: float = Field(
-        default=0.48, ge=-1, le=2, description="relevance threshold (cosine + lexical)"
+        default=0.43, ge=-1, le=2, description="relevance threshold (cosine + lexical)"
     )
     lexical_weight: float = Field(
         default=1.0, ge=0, le=1, description="weight of the BM25 share added to the cosine"

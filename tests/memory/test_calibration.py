@@ -117,8 +117,8 @@ def test_threshold_calibration_and_the_hybrid_measurement(
             f"{max(other):.3f}; 'quantum chromodynamics' vs every memory <= {max(quantum):.3f}"
         )
 
-    # the configured threshold is a best-F1 threshold of the labelled set
-    assert precision >= 0.85 and recall >= 0.95
+    # the configured threshold finds every relevant pair, within 0.01 of the best F1
+    assert precision >= 0.85 and recall == 1.0
     assert f1 >= _best(store)[0] - 0.01
     # the issue's own example and the unrelated queries
     assert store["which airline do they like?", "preferred_airline"] >= threshold

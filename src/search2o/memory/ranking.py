@@ -6,8 +6,8 @@ a memory stating a relative time when the question asks *when* (:func:`hybrid_sc
 memories scoring at least ``memory.min_score`` are relevant, best first. The numbers were
 chosen by measurement (``docs/memory.md``): the weight 1.0 and the bonus on 3 of LoCoMo's 7
 conversations and checked on the other 4, where evidence recall@10 rose from 0.620 (weight
-0.5, no bonus) to 0.671 against bm25s's 0.564; the threshold is the best-F1 threshold of the
-labelled set in ``tests/memory/labelled.py`` at that weight.
+0.5, no bonus) to 0.671 against bm25s's 0.564; the threshold is the highest one at which the
+labelled set in ``tests/memory/labelled.py`` still finds every relevant pair at that weight.
 
 The user filter is part of every query: a search never reads another user's rows.
 
@@ -184,7 +184,9 @@ def _aggregated(row: Any) -> Pool:
 
 
 @functools.lru_cache(maxsize=64)
-def _statement(dimensions: int, by_agent: bool, by_label: bool) -> Select[Any]:
+def _statement(
+    dimensions: int, by_agent: bool, by_label: bool
+) -> Select[*tuple[Any, ...]]:
     """Build the candidates query.
 
     SQLite (``dimensions`` 0): one row per memory: id, "made by the current model", term

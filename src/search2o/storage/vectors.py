@@ -251,7 +251,8 @@ def _dot(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.N
     A threaded BLAS product waits for a core whenever another process holds one: on this
     project's shared 2-core machine it measured 22 ms for 2,000 x 384 against 0.15 ms here.
     """
-    return np.einsum("ij,j->i", rows, query)
+    scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
+    return scores
 
 
 class PgVectorIndex:
