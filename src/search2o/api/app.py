@@ -25,15 +25,20 @@ from search2o.api.headers import SecurityHeaders
 from search2o.api.ingress import BodyBound, Ingress
 from search2o.api.openapi import install_openapi
 from search2o.api.routers import (
+    admin_views,
     agents,
     chat,
+    conversation_pages,
     conversations,
     documents,
     health,
+    me,
     memories,
+    passages,
     runs,
     search,
 )
+from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
 from search2o.logs import configure_logging
@@ -107,11 +112,26 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     )
     app.state.runtime = rt
     install_error_handlers(app)
-    for module in (health, search, documents, chat, runs, conversations, memories, agents):
+    for module in (
+        health,
+        search,
+        documents,
+        chat,
+        runs,
+        conversations,
+        conversation_pages,
+        memories,
+        agents,
+        me,
+        admin_views,
+        passages,
+    ):
         app.include_router(module.router)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
+    # The Web App answers GET paths no route knows (/, /c/<id>, /assets/...).
+    app.add_middleware(WebApp, router=app.router)
     limits = settings.api
     app.add_middleware(
         Ingress,
