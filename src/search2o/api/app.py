@@ -37,6 +37,7 @@ from search2o.api.routers import (
     passages,
     runs,
     search,
+    waiting,
 )
 from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
@@ -125,6 +126,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         me,
         admin_views,
         passages,
+        waiting,
     ):
         app.include_router(module.router)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.

@@ -201,6 +201,26 @@ export interface paths {
         patch: operations["update_conversation_v1_conversations__conversation_id__patch"];
         trace?: never;
     };
+    "/v1/conversations/{conversation_id}/waiting": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Waiting
+         * @description Return the agent whose question waits for the caller's next message (404 if missing).
+         */
+        get: operations["waiting_v1_conversations__conversation_id__waiting_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/documents": {
         parameters: {
             query?: never;
@@ -1570,6 +1590,17 @@ export interface components {
             /** Msg */
             msg: string;
         };
+        /**
+         * WaitingPublic
+         * @description The agent waiting on an answer in a conversation, if any.
+         */
+        WaitingPublic: {
+            /**
+             * Agent
+             * @description the agent whose `ask` waits; null: none waits
+             */
+            agent: string | null;
+        };
     };
     responses: never;
     parameters: never;
@@ -2325,6 +2356,83 @@ export interface operations {
             };
             /** @description bad input: names the field and the rule; nothing was changed */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    waiting_v1_conversations__conversation_id__waiting_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a conversation id */
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitingPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a sealed record failed its integrity check */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a model provider or an enterprise hook failed */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
