@@ -13,6 +13,7 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     sourcemap: false,
     target: "es2022",
+    chunkSizeWarningLimit: 800,
   },
   server: {
     proxy: { "/v1": "http://127.0.0.1:8000" },
