@@ -7,6 +7,7 @@ import { MemoriesPage } from "./memories/MemoriesPage";
 import { navigate, onLinkClick, routeOf, usePath } from "./router";
 import { Sidebar } from "./sidebar/Sidebar";
 import { Dialog } from "./ui/Dialog";
+import { Icon } from "./ui/icons";
 import { SHORTCUTS } from "./ui/shortcuts";
 
 export function App() {
@@ -82,7 +83,7 @@ export function App() {
           aria-controls="sidebar"
           onClick={() => setMenu(!menu)}
         >
-          ☰
+          <Icon name="menu" />
         </button>
         <a href="/" className="brand" onClick={onLinkClick}>
           search2o

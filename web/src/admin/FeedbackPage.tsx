@@ -40,7 +40,7 @@ export function FeedbackPage() {
             <tr key={f.message_id}>
               <td>{new Date(f.rated_at).toLocaleString()}</td>
               <td>{f.user_email}</td>
-              <td>{f.rating === "down" ? "👎 down" : "👍 up"}</td>
+              <td>{f.rating === "down" ? "thumbs down" : "thumbs up"}</td>
               <td>
                 {f.has_trace ? (
                   <button type="button" className="link" onClick={() => setTrace(f.message_id)}>

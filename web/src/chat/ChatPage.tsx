@@ -16,7 +16,7 @@ function liveShown(run: LiveRun, conversationId: string): Shown {
     status: run.phase === "failed" ? "failed" : run.done?.status === "interrupted" ? "interrupted" : "complete",
     rating: null,
     agent: run.agent,
-    searched: false,
+    searched: Boolean(run.done?.searched),
     conversationId,
   };
 }
@@ -40,6 +40,18 @@ export function ChatPage({ conversationId }: { conversationId: string | null }) 
   const busy = Boolean(live && (live.phase === "sending" || live.phase === "streaming" || live.phase === "reconnecting"));
   const waitingAgent = !busy ? (waiting.data?.agent ?? null) : null;
   const lastAnswer = [...messages].reverse().find((m) => m.role === "assistant");
+
+  // The stored conversation may be read before the answer's transaction is visible: read it
+  // again (a few times) until it holds the finished answer.
+  const doneId = live?.done?.message_id ?? null;
+  const missing = doneId !== null && conversation.isSuccess && !storedIds.has(doneId);
+  const retries = useRef(0);
+  useEffect(() => {
+    if (!missing || conversation.isFetching || retries.current >= 5) return;
+    retries.current += 1;
+    const timer = window.setTimeout(() => void conversation.refetch(), 200 * retries.current);
+    return () => window.clearTimeout(timer);
+  }, [missing, conversation]);
 
   // Screen readers hear that an answer started and, once, the whole answer when it ends.
   const phase = live?.phase;
@@ -116,7 +128,13 @@ export function ChatPage({ conversationId }: { conversationId: string | null }) 
             {live.phase === "sending" || (live.phase === "streaming" && !live.text) ? (
               <p className="muted">Thinking…</p>
             ) : null}
-            {live.text ? <MessageView message={liveShown(live, conversationId ?? "")} live /> : null}
+            {live.text ? (
+              <MessageView
+                message={liveShown(live, conversationId ?? "")}
+                live={!live.done?.message_id}
+                onTrace={setTrace}
+              />
+            ) : null}
             {live.phase === "reconnecting" ? (
               <p className="badge reconnecting" role="status">
                 Reconnecting…

@@ -10,7 +10,8 @@ function firstChunk(citation: Citation): number | null {
 }
 
 function snippet(text: string, size = 220): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  // Markdown links read as their text: a card shows words, not URLs.
+  const flat = text.replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/\s+/g, " ").trim();
   return flat.length > size ? `${flat.slice(0, size)}…` : flat;
 }
 

@@ -3,6 +3,7 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, type Schemas } from "../api/client";
 import { keys, type Message } from "../api/queries";
+import { Icon } from "../ui/icons";
 import { AnswerMarkdown } from "./Markdown";
 import type { Citation } from "./run";
 
@@ -66,10 +67,10 @@ function Rating({ message }: { message: Shown }) {
   return (
     <span className="rating" role="group" aria-label="Rate this answer">
       <button type="button" className="icon" aria-pressed={rating === "up"} aria-label="Good answer" onClick={() => toggle("up")}>
-        👍
+        <Icon name="up" filled={rating === "up"} />
       </button>
       <button type="button" className="icon" aria-pressed={rating === "down"} aria-label="Bad answer" onClick={() => toggle("down")}>
-        👎
+        <Icon name="down" filled={rating === "down"} />
       </button>
       {rate.isError ? <span role="alert">{(rate.error as Error).message}</span> : null}
     </span>

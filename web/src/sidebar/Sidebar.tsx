@@ -6,6 +6,7 @@ import { forwardRef, useEffect, useMemo, useRef, useState } from "react";
 import { api, type Schemas } from "../api/client";
 import { keys, useConversationPages, type PagedConversation } from "../api/queries";
 import { navigate, onLinkClick } from "../router";
+import { Icon } from "../ui/icons";
 import { expiresIn, rowsOf } from "./groups";
 
 const UNDO_MS = 6000;
@@ -206,14 +207,14 @@ function ConversationRow({ conversation, active, expiry, onOpen, onRename, onPin
         }}
       >
         <span className="title" dir="auto">
-          {conversation.pinned ? <span aria-label="pinned">📌 </span> : null}
+          {conversation.pinned ? <span className="visually-hidden">Pinned: </span> : null}
           {conversation.title}
         </span>
         {expiry ? <span className="expiry muted">{expiry}</span> : null}
       </a>
       <span className="row-actions">
         <button type="button" className="icon" aria-label={`Rename “${conversation.title}”`} onClick={() => setEditing(true)}>
-          ✎
+          <Icon name="edit" />
         </button>
         <button
           type="button"
@@ -222,10 +223,10 @@ function ConversationRow({ conversation, active, expiry, onOpen, onRename, onPin
           aria-pressed={conversation.pinned}
           onClick={onPin}
         >
-          {conversation.pinned ? "★" : "☆"}
+          <Icon name="pin" filled={conversation.pinned} />
         </button>
         <button type="button" className="icon" aria-label={`Delete “${conversation.title}”`} onClick={onDelete}>
-          🗑
+          <Icon name="trash" />
         </button>
       </span>
     </div>

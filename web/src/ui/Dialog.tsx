@@ -1,6 +1,7 @@
 // A modal dialog on the native <dialog> element: focus is trapped, Escape closes it.
 import { useEffect, useId, useRef, type ReactNode } from "react";
 import { createPortal } from "react-dom";
+import { Icon } from "./icons";
 
 interface Props {
   title: string;
@@ -34,7 +35,7 @@ export function Dialog({ title, open, onClose, children, wide, side }: Props) {
         <header className="dialog-head">
           <h2 id={heading}>{title}</h2>
           <button type="button" className="icon" aria-label="Close" onClick={onClose}>
-            ✕
+            <Icon name="close" />
           </button>
         </header>
         {open ? children : null}
