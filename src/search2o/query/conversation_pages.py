@@ -100,15 +100,14 @@ def fold(text: str) -> str:
 
 def _after(pinned: bool, used: datetime, ident: str) -> ColumnElement[bool]:
     """Return the SQL condition "after ``(pinned, used, ident)`` in the page order"."""
-    return or_(
-        Conversation.pinned < pinned,
-        and_(Conversation.pinned == pinned, Conversation.last_used_at < used),
-        and_(
-            Conversation.pinned == pinned,
-            Conversation.last_used_at == used,
-            Conversation.id < ident,
-        ),
+    same_pin = Conversation.pinned.is_(pinned)
+    later = or_(
+        Conversation.last_used_at < used,
+        and_(Conversation.last_used_at == used, Conversation.id < ident),
     )
+    if pinned:  # after a pinned row: later pinned rows, then every unpinned one
+        return or_(Conversation.pinned.is_(False), and_(same_pin, later))
+    return and_(same_pin, later)
 
 
 def page(
