@@ -22,7 +22,11 @@ RUN_AXE = """async () => {
 VIEWS = {
     "light": {"viewport": {"width": 1280, "height": 860}, "color_scheme": "light"},
     "dark": {"viewport": {"width": 1280, "height": 860}, "color_scheme": "dark"},
-    "375px": {"viewport": {"width": 375, "height": 740}, "color_scheme": "light", "is_mobile": True},
+    "375px": {
+        "viewport": {"width": 375, "height": 740},
+        "color_scheme": "light",
+        "is_mobile": True,
+    },
 }
 
 

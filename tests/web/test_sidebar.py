@@ -47,9 +47,8 @@ def test_ten_thousand_conversations(browser: Any, crowded: Site) -> None:
     # Scrolling to the end of what is loaded fetches the next page by cursor.
     listing = page.get_by_test_id("conversation-list")
     listing.evaluate("el => { el.scrollTop = el.scrollHeight; }")
-    expect(sidebar.get_by_role("link", name=re.compile(rf"{re.escape(title_of(60))}\b"))).to_be_attached(
-        timeout=10_000
-    )
+    deeper = sidebar.get_by_role("link", name=re.compile(rf"{re.escape(title_of(60))}\b"))
+    expect(deeper).to_be_attached(timeout=10_000)
     assert any("cursor=" in url for url in pages), pages
     assert sidebar.locator(".conversation-list li").count() < 80
     # Older groups appear further down, page after page.
@@ -57,7 +56,7 @@ def test_ten_thousand_conversations(browser: Any, crowded: Site) -> None:
     for _ in range(10):
         if older.count():
             break
-        height = listing.evaluate("el => { el.scrollTop = el.scrollHeight; return el.scrollHeight; }")
+        height = listing.evaluate("el => (el.scrollTop = el.scrollHeight)")
         page.wait_for_function(
             "([el, h]) => el.scrollHeight > h", arg=[listing.element_handle(), height]
         )

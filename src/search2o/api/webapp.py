@@ -4,9 +4,9 @@
 runs it: ``hatch_build.py``), so an installed package serves it without Node.
 
 :class:`WebApp` is a pure ASGI middleware that answers only ``GET``/``HEAD`` requests for paths
-**no route of the API knows** (so ``/v1/...``, ``/docs`` and their 404/405 answers are
-untouched): files under ``/assets/`` are served as built (content-hashed names, cached for a
-year, ``immutable``, RFC 8246); every other path answers ``index.html`` (``no-cache``), so a
+outside ``/v1/`` that **no route of the API knows** (so ``/docs`` and every ``/v1/`` answer,
+404s and 405s included, are untouched): files under ``/assets/`` are served as built
+(content-hashed names, cached for a year, ``immutable``, RFC 8246); every other path answers ``index.html`` (``no-cache``), so a
 client route such as ``/c/<id>`` survives a reload (the "history API fallback").
 
 The app's HTML carries :data:`APP_CSP` (W3C CSP Level 3): scripts, styles, connections and
@@ -25,10 +25,14 @@ from importlib.resources import files
 from pathlib import Path
 
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Match, Router
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from search2o.api.errors import error_response
+from search2o.errors import NotFoundError
 
 __all__ = ["APP_CSP", "WebApp", "dist_folder"]
 
@@ -49,6 +53,8 @@ APP_CSP = "; ".join(
 )
 """The Content-Security-Policy of the app's pages (see the module docstring)."""
 
+API_PREFIX = "/v1/"
+"""Paths under it are the API's, routed or not: an unknown one is the API's 404, never HTML."""
 ASSET_CACHE = "public, max-age=31536000, immutable"
 _MISSING = """<!doctype html><html lang="en"><meta charset="utf-8"><title>search2o</title>
 <h1>The Web App is not built</h1>
@@ -88,6 +94,9 @@ class WebApp:
         self.assets = StaticFiles(directory=folder / "assets", check_dir=False)
 
     def _is_api(self, scope: Scope) -> bool:
+        path: str = scope["path"]
+        if path == "/v1" or path.startswith(API_PREFIX):
+            return True
         return any(route.matches(scope)[0] is not Match.NONE for route in self.router.routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -119,4 +128,8 @@ class WebApp:
             await send(message)
 
         inner = {**scope, "path": scope["path"][len("/assets") :], "root_path": ""}
-        await self.assets(inner, receive, send_cached)
+        try:
+            await self.assets(inner, receive, send_cached)
+        except HTTPException:  # no such file: a 404 in our error body
+            missing = NotFoundError(f"no such file {scope['path']}")
+            await error_response(missing)(scope, receive, send)
