@@ -6,8 +6,9 @@ runs it: ``hatch_build.py``), so an installed package serves it without Node.
 :class:`WebApp` is a pure ASGI middleware that answers only ``GET``/``HEAD`` requests for paths
 outside ``/v1/`` that **no route of the API knows** (so ``/docs`` and every ``/v1/`` answer,
 404s and 405s included, are untouched): files under ``/assets/`` are served as built
-(content-hashed names, cached for a year, ``immutable``, RFC 8246); every other path answers ``index.html`` (``no-cache``), so a
-client route such as ``/c/<id>`` survives a reload (the "history API fallback").
+(content-hashed names, cached for a year, ``immutable``, RFC 8246); every other path
+answers ``index.html`` (``no-cache``), so a client route such as ``/c/<id>`` survives a
+reload (the "history API fallback").
 
 The app's HTML carries :data:`APP_CSP` (W3C CSP Level 3): scripts, styles, connections and
 images from this origin only (images also ``data:``), no plugins, no ``<base>`` rewriting, no
