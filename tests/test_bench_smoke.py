@@ -55,6 +55,13 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         "recall@10",
     ),
     "agents.py": (["--runs", "3"], "per command"),
+    "jobs.py": (
+        [
+            *("--backends", "sqlite", "--latency-jobs", "3", "--idle-jobs", "1"),
+            *("--idle-s", "0.3", "--throughput-jobs", "10"),
+        ],
+        "enqueue→start",
+    ),
 }
 
 

@@ -15,13 +15,12 @@ blocks run (a turn stores its partial answer as ``interrupted``) before ``close`
 from __future__ import annotations
 
 import asyncio
-import logging
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["aclose", "background_loop", "every", "iterate", "run"]
+__all__ = ["aclose", "background_loop", "iterate", "run"]
 
 T = TypeVar("T")
 _LOCK = threading.Lock()
@@ -151,17 +150,3 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
-
-
-async def every(interval_s: float, work: Callable[[], object], what: str) -> None:
-    """Run the blocking ``work`` in a worker thread every ``interval_s`` seconds, until cancelled.
-
-    A failure is logged (naming ``what``) and retried at the next interval; it never ends the
-    loop. For the server's periodic housekeeping (retention, runs).
-    """
-    while True:
-        try:
-            await asyncio.to_thread(work)
-        except Exception:
-            logging.getLogger("search2o").exception(f"{what} failed; retrying at the next interval")
-        await asyncio.sleep(interval_s)

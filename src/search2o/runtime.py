@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from search2o.accounts import Principal, ensure_user, get_user
 from search2o.agents.registry import AgentRegistry
@@ -26,7 +27,11 @@ from search2o.query.conversations import Conversations
 from search2o.query.turn import TurnEngine
 from search2o.query.websearch import build_web_search
 from search2o.state import StateStore, build_state_store
+from search2o.state.store import DatabaseStateStore
 from search2o.storage.db import Database
+
+if TYPE_CHECKING:
+    from search2o.jobs.queue import JobQueue
 
 __all__ = ["Runtime"]
 
@@ -198,6 +203,31 @@ class Runtime:
         )
 
     @cached_property
+    def jobs(self) -> JobQueue:
+        """The job queue of this process (opened on first use; its consumer is not started).
+
+        Our state store hands its compactions to it from then on. ``search2o serve`` starts a
+        consumer in the server; ``search2o worker`` runs one in the foreground.
+
+        Raises:
+            ConfigError, StorageError: the queue's settings or its transport are unusable.
+
+        """
+        from search2o.jobs.kinds import COMPACT, open_job_queue
+
+        queue = open_job_queue(self)
+        store = self.state_store
+        if isinstance(store, DatabaseStateStore):
+            store.use_scheduler(
+                lambda conversation: queue.enqueue(
+                    COMPACT,
+                    {"conversation": conversation},
+                    dedupe_key=f"{COMPACT}:{conversation}:{store.pending_changes(conversation)}",
+                )
+            )
+        return queue
+
+    @cached_property
     def conversations(self) -> Conversations:
         """Conversation and message operations."""
         return Conversations(self.database, self.vault, self.settings.retention, self.state_store)
@@ -225,7 +255,10 @@ class Runtime:
             return Principal.of(get_user(session, email))
 
     def close(self) -> None:
-        """Stop the state stores' background work, then release the database connections."""
+        """Stop the job queue and the state stores' background work, then the database."""
+        queue = self.__dict__.pop("jobs", None)
+        if queue is not None:
+            queue.close()
         for name in ("validation_state_store", "state_store"):
             store = self.__dict__.pop(name, None)
             if store is not None:

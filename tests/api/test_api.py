@@ -192,13 +192,15 @@ def test_local_mode_acts_as_the_local_admin(
         assert local.is_admin
 
     # without a token the caller may do admin things: upload
-    upload = local_api.post("/v1/documents", files=[md("lunch.md", LUNCH)])
+    upload = local_api.post("/v1/documents?wait=60", files=[md("lunch.md", LUNCH)])
     assert upload.status_code == 201, upload.text
     assert upload.json()[0]["status"] == "added"
 
     # a token still identifies its owner, who is not an admin
     reader = add_user(runtime, "reader@example.com")
-    refused = local_api.post("/v1/documents", files=[md("other.md", PARKING)], headers=reader)
+    refused = local_api.post(
+        "/v1/documents?wait=60", files=[md("other.md", PARKING)], headers=reader
+    )
     assert refused.status_code == 403
     assert refused.headers["x-search2o-auth-mode"] == "local-single-user"
     bad = local_api.get("/v1/documents", headers={"Authorization": "Bearer s2o_nope"})
@@ -226,7 +228,7 @@ def test_upload_reports_each_file_and_skips_bad_ones(
         md("guide.md", PARKING),
         ("files", ("broken.pdf", BROKEN_PDF, "application/pdf")),
     ]
-    first = local_api.post("/v1/documents", files=files)
+    first = local_api.post("/v1/documents?wait=60", files=files)
     assert first.status_code == 201, first.text
     outcomes = first.json()
     assert [(o["source"], o["status"]) for o in outcomes] == [
@@ -245,7 +247,7 @@ def test_upload_reports_each_file_and_skips_bad_ones(
     assert (documents, access) == (2, 0)
     assert chunks == outcomes[0]["chunks"] + outcomes[1]["chunks"]
 
-    again = local_api.post("/v1/documents", files=files)
+    again = local_api.post("/v1/documents?wait=60", files=files)
     assert again.status_code == 201
     assert [o["status"] for o in again.json()] == ["unchanged", "unchanged", "skipped"]
     assert [o["document_id"] for o in again.json()[:2]] == [o["document_id"] for o in outcomes[:2]]
@@ -260,8 +262,8 @@ def test_upload_reports_each_file_and_skips_bad_ones(
 
 
 def test_changed_upload_replaces_the_document(runtime: Runtime, local_api: httpx.Client) -> None:
-    first = local_api.post("/v1/documents", files=[md("notes.md", LUNCH)]).json()[0]
-    changed = local_api.post("/v1/documents", files=[md("notes.md", PARKING)]).json()[0]
+    first = local_api.post("/v1/documents?wait=60", files=[md("notes.md", LUNCH)]).json()[0]
+    changed = local_api.post("/v1/documents?wait=60", files=[md("notes.md", PARKING)]).json()[0]
     assert changed["status"] == "updated"
     assert changed["document_id"] == first["document_id"]
     assert changed["title"] == "Office guide"
@@ -276,10 +278,13 @@ def test_group_upload_is_invisible_outside_the_group(
     outsider = add_user(token_runtime, "dev@example.com", ("eng",))
 
     secret = token_api.post(
-        "/v1/documents", files=[md("salaries.md", SALARIES)], data={"groups": "hr"}, headers=admin
+        "/v1/documents?wait=60",
+        files=[md("salaries.md", SALARIES)],
+        data={"groups": "hr"},
+        headers=admin,
     )
     assert secret.status_code == 201 and secret.json()[0]["status"] == "added"
-    public = token_api.post("/v1/documents", files=[md("lunch.md", LUNCH)], headers=admin)
+    public = token_api.post("/v1/documents?wait=60", files=[md("lunch.md", LUNCH)], headers=admin)
     assert public.status_code == 201
 
     query = {"query": "salary band for level 3 engineers", "k": 10}
@@ -305,7 +310,7 @@ def test_upload_restricted_to_named_users(token_runtime: Runtime, token_api: htt
     named = add_user(token_runtime, "named@example.com")
     other = add_user(token_runtime, "other@example.com")
     response = token_api.post(
-        "/v1/documents",
+        "/v1/documents?wait=60",
         files=[md("salaries.md", SALARIES)],
         data={"users": ["Named@Example.com"]},
         headers=admin,
@@ -324,7 +329,9 @@ def test_non_admin_upload_is_forbidden_and_stores_nothing(
     token_runtime: Runtime, token_api: httpx.Client
 ) -> None:
     reader = add_user(token_runtime, "reader@example.com", ("hr",))
-    response = token_api.post("/v1/documents", files=[md("lunch.md", LUNCH)], headers=reader)
+    response = token_api.post(
+        "/v1/documents?wait=60", files=[md("lunch.md", LUNCH)], headers=reader
+    )
     assert response.status_code == 403
     assert response.json()["detail"]["error"] == "PermissionDeniedError"
     assert stored(token_runtime) == (0, 0, 0)
@@ -344,7 +351,7 @@ def test_bad_access_list_is_refused_and_stores_nothing(
     runtime: Runtime, local_api: httpx.Client, form: dict[str, Any], field: str
 ) -> None:
     response = local_api.post(
-        "/v1/documents", files=[md("lunch.md", LUNCH), md("guide.md", PARKING)], data=form
+        "/v1/documents?wait=60", files=[md("lunch.md", LUNCH), md("guide.md", PARKING)], data=form
     )
     assert_input_error(response, 422, field)
     assert stored(runtime) == (0, 0, 0)
@@ -354,9 +361,9 @@ def test_bad_access_list_is_refused_and_stores_nothing(
 def test_upload_without_files_is_a_validation_error(
     runtime: Runtime, local_api: httpx.Client
 ) -> None:
-    assert_validation_error(local_api.post("/v1/documents", data={"groups": "hr"}), "files")
+    assert_validation_error(local_api.post("/v1/documents?wait=60", data={"groups": "hr"}), "files")
     # an empty file name makes the part a plain form value, not a file
-    empty = local_api.post("/v1/documents", files=[("files", ("", LUNCH, MD))])
+    empty = local_api.post("/v1/documents?wait=60", files=[("files", ("", LUNCH, MD))])
     assert empty.status_code == 422
     assert empty.json()["detail"]["errors"][0]["loc"][:2] == ["body", "files"]
     assert stored(runtime) == (0, 0, 0)
@@ -365,7 +372,7 @@ def test_upload_without_files_is_a_validation_error(
 def test_upload_with_a_blank_file_name_is_refused(
     runtime: Runtime, local_api: httpx.Client
 ) -> None:
-    response = local_api.post("/v1/documents", files=[("files", ("  ", LUNCH, MD))])
+    response = local_api.post("/v1/documents?wait=60", files=[("files", ("  ", LUNCH, MD))])
     assert_input_error(response, 422, "files[0]")
     assert stored(runtime) == (0, 0, 0)
 
@@ -374,7 +381,7 @@ def test_blank_file_name_later_in_the_batch_stores_nothing(
     runtime: Runtime, local_api: httpx.Client
 ) -> None:
     response = local_api.post(
-        "/v1/documents", files=[md("lunch.md", LUNCH), ("files", ("  ", PARKING, MD))]
+        "/v1/documents?wait=60", files=[md("lunch.md", LUNCH), ("files", ("  ", PARKING, MD))]
     )
     assert_input_error(response, 422, "files[1]")
     assert stored(runtime) == (0, 0, 0)
@@ -390,7 +397,8 @@ def test_oversized_upload_is_skipped_with_the_limit(
     try:
         with serve(create_app(small, runtime=rt)) as client:
             response = client.post(
-                "/v1/documents", files=[md("big.md", PARKING), md("tiny.md", b"# Tiny\n\nOk.\n")]
+                "/v1/documents?wait=60",
+                files=[md("big.md", PARKING), md("tiny.md", b"# Tiny\n\nOk.\n")],
             )
             assert response.status_code == 201
             big, tiny = response.json()
@@ -409,7 +417,9 @@ def test_oversized_upload_is_skipped_with_the_limit(
 def test_search_returns_ranked_hits_with_their_context(
     runtime: Runtime, local_api: httpx.Client
 ) -> None:
-    upload = local_api.post("/v1/documents", files=[md("guide.md", PARKING), md("lunch.md", LUNCH)])
+    upload = local_api.post(
+        "/v1/documents?wait=60", files=[md("guide.md", PARKING), md("lunch.md", LUNCH)]
+    )
     assert upload.status_code == 201
     response = local_api.post("/v1/search", json={"query": "where do I park my bicycle", "k": 3})
     assert response.status_code == 200, response.text
@@ -436,7 +446,7 @@ def test_search_on_an_empty_store_returns_no_hits(local_api: httpx.Client) -> No
 
 
 def test_query_syntax_characters_are_plain_text(local_api: httpx.Client) -> None:
-    local_api.post("/v1/documents", files=[md("guide.md", PARKING)])
+    local_api.post("/v1/documents?wait=60", files=[md("guide.md", PARKING)])
     for query in ['"', "NOT AND OR", "*:", "the a of", "' | & ! ( )", "park*", "café 日本語"]:
         response = local_api.post("/v1/search", json={"query": query, "k": 100})
         assert response.status_code == 200, (query, response.text)
@@ -457,7 +467,7 @@ def test_query_syntax_characters_are_plain_text(local_api: httpx.Client) -> None
 def test_search_rejects_bad_values_naming_the_field(
     runtime: Runtime, local_api: httpx.Client, body: dict[str, Any], field: str
 ) -> None:
-    local_api.post("/v1/documents", files=[md("guide.md", PARKING)])
+    local_api.post("/v1/documents?wait=60", files=[md("guide.md", PARKING)])
     before = stored(runtime)
     assert_input_error(local_api.post("/v1/search", json=body), 422, field)
     assert stored(runtime) == before
@@ -497,9 +507,12 @@ def test_delete_rules_and_effect(token_runtime: Runtime, token_api: httpx.Client
     hr = add_user(token_runtime, "hr@example.com", ("hr",))
     outsider = add_user(token_runtime, "dev@example.com", ("eng",))
     uploaded = token_api.post(
-        "/v1/documents", files=[md("salaries.md", SALARIES)], data={"groups": "hr"}, headers=admin
+        "/v1/documents?wait=60",
+        files=[md("salaries.md", SALARIES)],
+        data={"groups": "hr"},
+        headers=admin,
     ).json()[0]
-    token_api.post("/v1/documents", files=[md("lunch.md", LUNCH)], headers=admin)
+    token_api.post("/v1/documents?wait=60", files=[md("lunch.md", LUNCH)], headers=admin)
     doc_id = uploaded["document_id"]
     before = stored(token_runtime)
 
@@ -538,7 +551,7 @@ def test_delete_rules_and_effect(token_runtime: Runtime, token_api: httpx.Client
 def test_delete_with_a_bad_id_is_a_validation_error(
     runtime: Runtime, local_api: httpx.Client
 ) -> None:
-    local_api.post("/v1/documents", files=[md("lunch.md", LUNCH)])
+    local_api.post("/v1/documents?wait=60", files=[md("lunch.md", LUNCH)])
     assert_validation_error(local_api.delete("/v1/documents/lunch"), "document_id")
     assert stored(runtime)[0] == 1
 

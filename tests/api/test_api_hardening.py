@@ -24,12 +24,12 @@ def test_same_file_name_in_two_folders_can_be_kept_apart_with_paths(
     runtime: Runtime, api: httpx.Client
 ) -> None:
     first = api.post(
-        "/v1/documents",
+        "/v1/documents?wait=60",
         files=[md("notes.md", b"# Notes\n\nHR notes about payroll.\n")],
         data={"paths": "hr/notes.md", "groups": "hr"},
     )
     second = api.post(
-        "/v1/documents",
+        "/v1/documents?wait=60",
         files=[md("notes.md", b"# Notes\n\nEngineering notes about deploys.\n")],
         data={"paths": "eng/notes.md"},
     )
@@ -42,11 +42,11 @@ def test_duplicate_identities_in_one_request_are_refused(
     runtime: Runtime, api: httpx.Client
 ) -> None:
     same = api.post(
-        "/v1/documents", files=[md("a.md", b"# A\n\nOne.\n"), md("a.md", b"# A\n\nTwo.\n")]
+        "/v1/documents?wait=60", files=[md("a.md", b"# A\n\nOne.\n"), md("a.md", b"# A\n\nTwo.\n")]
     )
     assert_input_error(same, 422, "files[1]")
     mismatch = api.post(
-        "/v1/documents", files=[md("a.md", b"# A\n\nOne.\n")], data={"paths": ["x", "y"]}
+        "/v1/documents?wait=60", files=[md("a.md", b"# A\n\nOne.\n")], data={"paths": ["x", "y"]}
     )
     assert_input_error(mismatch, 422, "paths")
     assert stored(runtime) == (0, 0, 0)
@@ -57,7 +57,7 @@ def test_concurrent_uploads_of_one_source_never_fail(runtime: Runtime, api: http
     bodies = [f"# Race\n\nVersion {i} of the race document.\n".encode() for i in range(4)]
 
     def upload(body: bytes) -> None:
-        statuses.append(api.post("/v1/documents", files=[md("race.md", body)]).status_code)
+        statuses.append(api.post("/v1/documents?wait=60", files=[md("race.md", body)]).status_code)
 
     threads = [threading.Thread(target=upload, args=(b,)) for b in bodies]
     for t in threads:
@@ -80,10 +80,10 @@ def test_search_types_are_strict(api: httpx.Client, body: dict[str, object], fie
 
 def test_an_upload_that_widens_access_says_so(api: httpx.Client) -> None:
     doc = md("pay.md", b"# Pay\n\nSalary bands are confidential.\n")
-    api.post("/v1/documents", files=[doc], data={"groups": "hr"})
-    widened = api.post("/v1/documents", files=[doc]).json()[0]
+    api.post("/v1/documents?wait=60", files=[doc], data={"groups": "hr"})
+    widened = api.post("/v1/documents?wait=60", files=[doc]).json()[0]
     assert widened["status"] == "updated" and widened["access_before"] == ["group:hr"]
-    same = api.post("/v1/documents", files=[doc]).json()[0]
+    same = api.post("/v1/documents?wait=60", files=[doc]).json()[0]
     assert same["status"] == "unchanged" and same["access_before"] is None
 
 

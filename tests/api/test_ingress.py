@@ -95,9 +95,13 @@ def test_bounds_are_per_route_and_from_settings(
             assert agent.status_code == 413
             assert "api.max_definition_bytes" in agent.json()["detail"]["reason"]
             # An upload of 20 KiB passes the 4 KiB JSON bound: uploads have their own.
-            ok = client.post("/v1/documents", files=[md("a.md", b"# A\n\n" + b"word " * 4000)])
+            ok = client.post(
+                "/v1/documents?wait=60", files=[md("a.md", b"# A\n\n" + b"word " * 4000)]
+            )
             assert ok.status_code == 201, ok.text
-            big = client.post("/v1/documents", files=[md("b.md", b"# B\n\n" + b"w " * 40000)])
+            big = client.post(
+                "/v1/documents?wait=60", files=[md("b.md", b"# B\n\n" + b"w " * 40000)]
+            )
             assert big.status_code == 413
             assert "api.max_upload_bytes" in big.json()["detail"]["reason"]
             assert stored(runtime)[0] == 1  # only the upload within its bound
@@ -131,18 +135,18 @@ def test_malformed_multipart_and_bad_file_names_answer_422(
     runtime: Runtime, api: httpx.Client
 ) -> None:
     broken = api.post(
-        "/v1/documents",
+        "/v1/documents?wait=60",
         content=b"--b\r\nFalse--b--\r\n",
         headers={"content-type": "multipart/form-data; boundary=b"},
     )
     assert "cannot be parsed" in assert_input_error(broken, 422, "body")["reason"]
     # A 5,000-character name does not even parse as multipart; 1,500 parses and is too long.
-    huge_name = api.post("/v1/documents", files=[md("n" * 5000 + ".md", b"# A\n\nText.\n")])
+    huge_name = api.post("/v1/documents?wait=60", files=[md("n" * 5000 + ".md", b"# A\n\nText.\n")])
     assert "cannot be parsed" in assert_input_error(huge_name, 422, "body")["reason"]
-    long_name = api.post("/v1/documents", files=[md("n" * 1500 + ".md", b"# A\n\nText.\n")])
+    long_name = api.post("/v1/documents?wait=60", files=[md("n" * 1500 + ".md", b"# A\n\nText.\n")])
     assert "1503 characters" in assert_input_error(long_name, 422, "files[0]")["reason"]
     nul_path = api.post(
-        "/v1/documents", files=[md("a.md", b"# A\n\nText.\n")], data={"paths": "a\x00b.md"}
+        "/v1/documents?wait=60", files=[md("a.md", b"# A\n\nText.\n")], data={"paths": "a\x00b.md"}
     )
     assert_input_error(nul_path, 422, "paths[0]")
     assert stored(runtime) == (0, 0, 0)
@@ -150,7 +154,9 @@ def test_malformed_multipart_and_bad_file_names_answer_422(
 
 def test_windows_style_names_keep_their_whole_identity(runtime: Runtime, api: httpx.Client) -> None:
     for path, text in ((r"C:\Windows\system32\x.md", b"one"), (r"D:\other\x.md", b"two")):
-        response = api.post("/v1/documents", files=[md(path, b"# X\n\nCopy " + text + b".\n")])
+        response = api.post(
+            "/v1/documents?wait=60", files=[md(path, b"# X\n\nCopy " + text + b".\n")]
+        )
         assert response.status_code == 201, response.text
         assert response.json()[0]["status"] == "added"
     sources = sorted(d["source"] for d in api.get("/v1/documents").json())
@@ -285,8 +291,6 @@ def test_openapi_documents_our_error_body_and_the_configured_limits(api: httpx.C
     assert search["properties"]["k"] == {**search["properties"]["k"], "minimum": 1, "maximum": 100}
     assert schemas["ChatRequest"]["properties"]["message"]["maxLength"] == 8000
     offset = next(
-        p
-        for p in document["paths"]["/v1/memories"]["get"]["parameters"]
-        if p["name"] == "offset"
+        p for p in document["paths"]["/v1/memories"]["get"]["parameters"] if p["name"] == "offset"
     )
     assert offset["schema"]["maximum"] == 2147483647

@@ -18,7 +18,6 @@ from importlib.metadata import version
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from search2o import aio
 from search2o.api.docs_pages import install_docs_pages
 from search2o.api.errors import install_error_handlers
 from search2o.api.headers import SecurityHeaders
@@ -32,18 +31,19 @@ from search2o.api.routers import (
     conversations,
     documents,
     health,
+    jobs,
     me,
     memories,
     passages,
     runs,
     search,
+    surfaces,
     waiting,
 )
 from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
 from search2o.logs import configure_logging
-from search2o.query.retention import run_sweeper
 from search2o.runtime import Runtime
 
 __all__ = ["create_app"]
@@ -83,22 +83,13 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
                 "shared use",
                 extra={"fields": {"host": settings.host, "auth_mode": "local"}},
             )
-        loop = asyncio.get_running_loop()
-        sweepers = []
-        if settings.retention.sweep_interval_s > 0:
-            sweepers.append(
-                loop.create_task(run_sweeper(rt.database, rt.vault, settings.retention))
-            )
-        if settings.runs.sweep_interval_s > 0:
-            runs = rt.chat.runs
-            sweepers.append(
-                loop.create_task(
-                    aio.every(settings.runs.sweep_interval_s, runs.sweep, "runs sweep")
-                )
-            )
+        # Background work is jobs (docs/jobs.md): the retention and runs sweeps, compactions
+        # and uploads run in this server's consumer threads, once across all processes.
+        queue = rt.jobs
+        if settings.jobs.server_workers > 0:
+            await asyncio.to_thread(queue.start_consumer)
         yield
-        for task in sweepers:
-            task.cancel()
+        await asyncio.to_thread(queue.stop_consumer)
         await rt.chat.close()  # answers in flight store what they wrote
         if owned:
             rt.close()
@@ -117,12 +108,14 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         health,
         search,
         documents,
+        jobs,
         chat,
         runs,
         conversations,
         conversation_pages,
         memories,
         agents,
+        surfaces,
         me,
         admin_views,
         passages,

@@ -20,14 +20,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from search2o import aio
 from search2o.config import RetentionSettings
 from search2o.crypto.vault import Vault
 from search2o.query.conversations import delete_conversations
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, User, utcnow
 
-__all__ = ["SweepReport", "run_sweeper", "sweep"]
+__all__ = ["SweepReport", "sweep"]
 
 log = logging.getLogger("search2o.retention")
 _BATCH = 500
@@ -83,14 +82,3 @@ def sweep(
             if len(ids) < _BATCH:
                 break
     return SweepReport(sum(by_plan.values()), by_plan)
-
-
-async def run_sweeper(database: Database, vault: Vault, retention: RetentionSettings) -> None:
-    """Sweep every ``retention.sweep_interval_s`` seconds until cancelled (server lifespan)."""
-
-    def once() -> None:
-        report = sweep(database, vault, retention)
-        if report.deleted:
-            log.info("retention sweep", extra={"fields": {"deleted": report.deleted}})
-
-    await aio.every(retention.sweep_interval_s, once, "retention sweep")

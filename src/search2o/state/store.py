@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from types import TracebackType
@@ -265,6 +265,15 @@ class DatabaseStateStore:
         self._futures: set[Future[None]] = set()
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
+        self._scheduler: Callable[[str], object] | None = None
+
+    def use_scheduler(self, schedule: Callable[[str], object] | None) -> None:
+        """Hand compactions to ``schedule(conversation)`` (the job queue) instead of a thread.
+
+        ``None`` goes back to this process's own background thread (a CLI command, with no
+        queue consumer). A scheduler that fails leaves the compaction to the thread.
+        """
+        self._scheduler = schedule
 
     # --- the protocol -------------------------------------------------------------------
 
@@ -477,6 +486,12 @@ class DatabaseStateStore:
             return 0 if head is None else max(0, head.version - head.snapshot_version)
 
     def _schedule(self, conversation: str) -> None:
+        if self._scheduler is not None:
+            try:
+                self._scheduler(conversation)
+                return
+            except Exception:  # the queue is down: compact here rather than not at all
+                logger.exception("could not enqueue a compaction; compacting in this process")
         with self._lock:
             if self._closed or conversation in self._queued:
                 return

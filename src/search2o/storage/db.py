@@ -187,6 +187,13 @@ class Database:
                     # dropping the old table would cascade-delete the rows that refer to it
                     # (Alembic docs, "Running batch migrations for SQLite ... foreign keys").
                     connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                    # Python's sqlite3 opens a transaction only before INSERT/UPDATE/DELETE, so
+                    # CREATE/DROP would commit one by one and a refused step of a multi-step
+                    # migration would leave the earlier steps' DDL applied under the old
+                    # revision (Python docs, sqlite3 "Transaction control"). An explicit BEGIN
+                    # makes the whole run one transaction; the PRAGMA above must come first
+                    # (SQLite docs: foreign_keys is a no-op inside a transaction).
+                    connection.exec_driver_sql("BEGIN")
                 config = self._alembic_config()
                 config.attributes["connection"] = connection
                 config.attributes["key_provider"] = self._key_provider

@@ -2,31 +2,55 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict
 from pathlib import PureWindowsPath
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from pydantic import BaseModel
 
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
+from search2o.api.routers.jobs import JobPublic
 from search2o.api.schemas import DocumentId, DocumentPublic, IngestPublic
 from search2o.api.uploads import check_name, part_filename
 from search2o.errors import InputError, PermissionDeniedError
+from search2o.jobs.kinds import INGEST, ingest_dedupe_key
 from search2o.knowledge.access import AccessList
+from search2o.storage.models import new_id
+from search2o.storage.upload_models import UploadPart
+
+MAX_WAIT_S = 300.0
+"""The longest ``wait`` an upload may ask for, in seconds."""
+
+
+class UploadAcceptedPublic(BaseModel):
+    """An accepted upload: the job that ingests it (``GET /v1/jobs/{id}``)."""
+
+    job: JobPublic
+
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"], route_class=StrictJsonRoute)
 
 
 @router.post(
     "",
-    status_code=status.HTTP_201_CREATED,
-    responses=error_responses(401, 403, 409, 413, 422, 502, 503),
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={
+        201: {
+            "model": list[IngestPublic],
+            "description": "with `wait`: ingested in time; one outcome per file, in order",
+        },
+        202: {"model": UploadAcceptedPublic, "description": "accepted: follow the job"},
+        **error_responses(401, 403, 409, 413, 422, 502, 503),
+    },
 )
 def upload_documents(
     user: CurrentUser,
     runtime: RuntimeDep,
+    response: Response,
     files: Annotated[list[UploadFile], File(description="Markdown, text, HTML, PDF or DOCX")],
     groups: Annotated[
         list[str] | None, Form(description="readers' groups; none = everyone")
@@ -36,13 +60,20 @@ def upload_documents(
         list[str] | None,
         Form(description="one identity per file, e.g. its path in your tree (default: its name)"),
     ] = None,
-) -> list[IngestPublic]:
-    """Ingest uploaded files (admins only).
+    wait: Annotated[
+        float,
+        Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the ingestion (0: none)"),
+    ] = 0,
+) -> Any:
+    """Upload files to ingest (admins only): a job ingests them; follow it at ``/v1/jobs/{id}``.
 
     Each file is identified by ``upload:<path>`` (``paths`` form field, one per file, else the
     file name); uploading it again replaces it, or does nothing when unchanged. Two files of
-    one request may not share an identity. Bad files are reported as ``skipped`` with a
-    reason and do not stop the others; nothing is stored when a field is invalid.
+    one request may not share an identity. The answer is 202 with the job (``Location``
+    names it); its result, once ``done``, lists one outcome per file: ``added``, ``updated``,
+    ``unchanged`` or ``skipped`` with a reason (bad files never stop the others). With
+    ``wait``, the server waits up to that many seconds and answers 201 with the outcomes when
+    the job is done by then. Nothing is stored when a field is invalid.
     """
     if not user.is_admin:
         raise PermissionDeniedError("only admins upload documents")
@@ -63,14 +94,36 @@ def upload_documents(
             )
         seen[identity] = position
     limit = runtime.settings.knowledge.max_file_bytes
-    outcomes = []
-    for name, identity, upload in zip(names, identities, files, strict=True):
-        data = upload.file.read(limit + 1)
-        # The identity keeps the whole name; type and default title come from its last part.
-        shown = PureWindowsPath(name).name or name
-        outcome = runtime.knowledge.ingest_bytes(f"upload:{identity}", shown, data, access)
-        outcomes.append(IngestPublic(**asdict(outcome)))
-    return outcomes
+    upload_id = new_id()
+    with runtime.database.session() as session:
+        for position, (name, identity, upload) in enumerate(
+            zip(names, identities, files, strict=True)
+        ):
+            # The identity keeps the whole name; type and default title come from its last part.
+            session.add(
+                UploadPart(
+                    upload_id=upload_id,
+                    position=position,
+                    filename=PureWindowsPath(name).name or name,
+                    source=f"upload:{identity}",
+                    data=upload.file.read(limit + 1),  # one byte over: skipped as too large
+                )
+            )
+    job = runtime.jobs.enqueue(
+        INGEST,
+        {"upload": upload_id, "groups": list(access.groups), "users": list(access.users)},
+        dedupe_key=ingest_dedupe_key(upload_id),
+        owner=user.user_id,
+    )
+    if wait > 0:
+        with contextlib.suppress(TimeoutError):
+            job = runtime.jobs.wait(job.id, wait)
+        if job.state == "done":
+            response.status_code = status.HTTP_201_CREATED
+            outcomes = (job.result or {}).get("outcomes", [])
+            return [IngestPublic(**outcome) for outcome in outcomes]
+    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    return UploadAcceptedPublic(job=JobPublic.of(job))
 
 
 @router.get("", responses=error_responses(401, 503))
