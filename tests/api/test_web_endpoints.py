@@ -137,10 +137,13 @@ def test_hr_document_is_never_shown_cited_or_readable_outside_hr(
     carol = add_user(token_runtime, "carol@example.com", ("hr",))
     bob = add_user(token_runtime, "bob@example.com", ("eng",))
     uploaded = token_api.post(
-        "/v1/documents", files=[md("bands.md", HR_DOC)], data={"groups": "hr"}, headers=admin
+        "/v1/documents?wait=60",
+        files=[md("bands.md", HR_DOC)],
+        data={"groups": "hr"},
+        headers=admin,
     )
     assert uploaded.status_code == 201, uploaded.text
-    token_api.post("/v1/documents", files=[md("lunch.md", PUBLIC_DOC)], headers=admin)
+    token_api.post("/v1/documents?wait=60", files=[md("lunch.md", PUBLIC_DOC)], headers=admin)
     question = "What is the salary band of a staff engineer?"
     hits = token_api.post("/v1/search", json={"query": question, "k": 10}, headers=carol).json()
     secret = next(h for h in hits["hits"] if h["source"] == "upload:bands.md")
@@ -189,7 +192,7 @@ def test_feedback_lists_rated_answers_with_their_trace(
 ) -> None:
     admin = add_user(token_runtime, "ann@example.com", admin=True)
     bob = add_user(token_runtime, "bob@example.com")
-    token_api.post("/v1/documents", files=[md("lunch.md", PUBLIC_DOC)], headers=admin)
+    token_api.post("/v1/documents?wait=60", files=[md("lunch.md", PUBLIC_DOC)], headers=admin)
     answer = token_api.post(
         "/v1/chat", json={"message": "When is lunch served?", "stream": False}, headers=bob
     ).json()

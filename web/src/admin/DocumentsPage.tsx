@@ -1,6 +1,7 @@
-// Admin: documents — upload with progress and an access list, delete, index status.
+// Admin: documents — upload with progress and an access list, the ingestion job followed to its
+// outcomes, delete, index status.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useRef, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { api, upload, type Schemas } from "../api/client";
 import { keys } from "../api/queries";
 
@@ -16,17 +17,28 @@ export function DocumentsPage() {
   const [groups, setGroups] = useState("");
   const [users, setUsers] = useState("");
   const [progress, setProgress] = useState<number | null>(null);
-  const [outcomes, setOutcomes] = useState<Schemas["IngestPublic"][]>([]);
+  const [jobId, setJobId] = useState<string | null>(null);
   const documents = useQuery({ queryKey: keys.documents, queryFn: () => api<Schemas["DocumentPublic"][]>("/v1/documents") });
   const send = useMutation({
-    mutationFn: (form: FormData) => upload<Schemas["IngestPublic"][]>("/v1/documents", form, setProgress),
-    onSuccess: (result) => {
-      setOutcomes(result);
+    // 202: a job ingests the files; it is followed below until it is done or failed.
+    mutationFn: (form: FormData) => upload<Schemas["UploadAcceptedPublic"]>("/v1/documents", form, setProgress),
+    onSuccess: (accepted) => {
+      setJobId(accepted.job.id);
       if (files.current) files.current.value = "";
-      void queryClient.invalidateQueries({ queryKey: keys.documents });
     },
     onSettled: () => setProgress(null),
   });
+  const job = useQuery({
+    queryKey: ["job", jobId],
+    queryFn: () => api<Schemas["JobPublic"]>(`/v1/jobs/${jobId}`),
+    enabled: jobId !== null,
+    refetchInterval: (query) => (finished(query.state.data) ? false : 500),
+  });
+  const ended = finished(job.data);
+  useEffect(() => {
+    if (ended) void queryClient.invalidateQueries({ queryKey: keys.documents });
+  }, [ended, queryClient]);
+  const outcomes = ended ? outcomesOf(job.data) : [];
   const remove = useMutation({
     mutationFn: (id: number) => api(`/v1/documents/${id}`, { method: "DELETE" }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: keys.documents }),
@@ -39,7 +51,7 @@ export function DocumentsPage() {
     for (const file of chosen) form.append("files", file, file.name);
     for (const g of list(groups)) form.append("groups", g);
     for (const u of list(users)) form.append("users", u);
-    setOutcomes([]);
+    setJobId(null);
     setProgress(0);
     send.mutate(form);
   };
@@ -63,6 +75,12 @@ export function DocumentsPage() {
         ) : null}
       </form>
       {send.isError ? <p role="alert">{(send.error as Error).message}</p> : null}
+      {job.data && !ended ? (
+        <p role="status">
+          Ingesting{job.data.progress ? `: ${job.data.progress.done} of ${job.data.progress.total ?? "?"} files` : "…"}
+        </p>
+      ) : null}
+      {job.data?.state === "failed" ? <p role="alert">The ingestion failed: {job.data.error}</p> : null}
       {outcomes.length ? (
         <ul className="outcomes" aria-label="Upload results">
           {outcomes.map((o) => (
@@ -107,4 +125,12 @@ export function DocumentsPage() {
       </table>
     </section>
   );
+}
+
+const finished = (job: Schemas["JobPublic"] | undefined) => job?.state === "done" || job?.state === "failed";
+
+/** The per-file outcomes a done `documents.ingest` job returns (`result.outcomes`). */
+function outcomesOf(job: Schemas["JobPublic"] | undefined): Schemas["IngestPublic"][] {
+  const result = job?.result as { outcomes?: Schemas["IngestPublic"][] } | null | undefined;
+  return result?.outcomes ?? [];
 }

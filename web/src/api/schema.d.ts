@@ -236,12 +236,15 @@ export interface paths {
         put?: never;
         /**
          * Upload Documents
-         * @description Ingest uploaded files (admins only).
+         * @description Upload files to ingest (admins only): a job ingests them; follow it at ``/v1/jobs/{id}``.
          *
          *     Each file is identified by ``upload:<path>`` (``paths`` form field, one per file, else the
          *     file name); uploading it again replaces it, or does nothing when unchanged. Two files of
-         *     one request may not share an identity. Bad files are reported as ``skipped`` with a
-         *     reason and do not stop the others; nothing is stored when a field is invalid.
+         *     one request may not share an identity. The answer is 202 with the job (``Location``
+         *     names it); its result, once ``done``, lists one outcome per file: ``added``, ``updated``,
+         *     ``unchanged`` or ``skipped`` with a reason (bad files never stop the others). With
+         *     ``wait``, the server waits up to that many seconds and answers 201 with the outcomes when
+         *     the job is done by then. Nothing is stored when a field is invalid.
          */
         post: operations["upload_documents_v1_documents_post"];
         delete?: never;
@@ -304,6 +307,26 @@ export interface paths {
          * @description Report that the server and its database answer.
          */
         get: operations["health_v1_health_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Job
+         * @description Return one of the caller's jobs: its state, progress, and result or error.
+         */
+        get: operations["get_job_v1_jobs__job_id__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -572,6 +595,107 @@ export interface paths {
          */
         get: operations["server_settings_v1_settings_get"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/surfaces/identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link Identity
+         * @description Link an external account of the token's surface by a link code or a verified email.
+         *
+         *     A code is used up and (re)links the account to its user; an unknown, used, expired or
+         *     other surface's code is one 422 naming ``code``. An email links the user who has it, and
+         *     keeps an existing link; no such user is a 404 (show the person how to link with a code).
+         */
+        post: operations["link_identity_v1_surfaces_identities_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/surfaces/identities/{workspace}/{external_user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Identity
+         * @description Return the link of an external account of the token's surface (404: not linked).
+         */
+        get: operations["get_identity_v1_surfaces_identities__workspace___external_user_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Identity
+         * @description Unlink an external account of the token's surface (the person asked to).
+         */
+        delete: operations["delete_identity_v1_surfaces_identities__workspace___external_user_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/surfaces/link-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Link Code
+         * @description Mint a one-time code that links an external account to the caller (shown once).
+         *
+         *     The caller types it where the surface asks for it (e.g. a direct message to the Slack
+         *     app). It expires after ``minutes``; minting another drops the earlier unused one.
+         */
+        post: operations["create_link_code_v1_surfaces_link_codes_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/surfaces/threads/{workspace}/{channel}/{thread}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Thread
+         * @description Return the conversation the acting principal continues in a thread.
+         *
+         *     404 when the thread is new, or mapped to another principal's conversation (the same).
+         */
+        get: operations["get_thread_v1_surfaces_threads__workspace___channel___thread__get"];
+        /**
+         * Put Thread
+         * @description Map a thread to the acting principal's conversation (its first answer's).
+         *
+         *     The first mapping wins: a thread mapped already answers the conversation it has, with
+         *     ``created: false``. 404: the conversation is missing or another principal's; 409: the
+         *     thread continues another principal's conversation.
+         */
+        put: operations["put_thread_v1_surfaces_threads__workspace___channel___thread__put"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1156,6 +1280,33 @@ export interface components {
             version: string;
         };
         /**
+         * IdentityPublic
+         * @description An external account and the user it is linked to.
+         */
+        IdentityPublic: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Email
+             * @description the linked user's email
+             */
+            email: string;
+            /** External User Id */
+            external_user_id: string;
+            /**
+             * Linked By
+             * @description email or code
+             */
+            linked_by: string;
+            /** Surface */
+            surface: string;
+            /** Workspace */
+            workspace: string;
+        };
+        /**
          * IngestPublic
          * @description Outcome of one uploaded file: ``added``, ``updated``, ``unchanged`` or ``skipped``.
          */
@@ -1177,6 +1328,118 @@ export interface components {
             status: string;
             /** Title */
             title: string;
+        };
+        /**
+         * JobProgressPublic
+         * @description How far a running job got.
+         */
+        JobProgressPublic: {
+            /** Done */
+            done: number;
+            /** Message */
+            message?: string | null;
+            /** Total */
+            total: number | null;
+        };
+        /**
+         * JobPublic
+         * @description A job as its owner sees it (no payload, lease or dedupe key).
+         */
+        JobPublic: {
+            /** Attempts */
+            attempts: number;
+            /** Created At */
+            created_at: string;
+            /**
+             * Error
+             * @description when failed: why
+             */
+            error: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @description e.g. documents.ingest
+             */
+            kind: string;
+            /** Max Attempts */
+            max_attempts: number;
+            progress: components["schemas"]["JobProgressPublic"] | null;
+            /**
+             * Result
+             * @description when done: what the job returns (documents.ingest: outcomes)
+             */
+            result: unknown;
+            /** Started At */
+            started_at: string | null;
+            /**
+             * State
+             * @description queued, running, done or failed
+             */
+            state: string;
+        };
+        /**
+         * LinkCodePublic
+         * @description A link code, shown once (only its SHA-256 is stored).
+         */
+        LinkCodePublic: {
+            /**
+             * Code
+             * @description XXXX-XXXX-XXX; case, hyphens and spaces do not matter
+             */
+            code: string;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /** Surface */
+            surface: string | null;
+        };
+        /**
+         * LinkCodeRequest
+         * @description ``POST /v1/surfaces/link-codes``: mint a one-time code to link an external account.
+         */
+        LinkCodeRequest: {
+            /**
+             * Minutes
+             * @description how long the code stays valid
+             * @default 15
+             */
+            minutes: number;
+            /**
+             * Surface
+             * @description the only surface the code links on, e.g. slack; null for any
+             */
+            surface?: string | null;
+        };
+        /**
+         * LinkRequest
+         * @description ``POST /v1/surfaces/identities``: link an external account by code or verified email.
+         */
+        LinkRequest: {
+            /**
+             * Code
+             * @description the link code the user typed (give this or `email`)
+             */
+            code?: string | null;
+            /**
+             * Email
+             * @description the email the platform verified for this user (give this or `code`)
+             */
+            email?: string | null;
+            /**
+             * External User Id
+             * @description the platform's id of the user
+             */
+            external_user_id: string;
+            /**
+             * Workspace
+             * @description the platform's workspace/team id
+             */
+            workspace: string;
         };
         /**
          * MePublic
@@ -1540,6 +1803,38 @@ export interface components {
             function: string;
         };
         /**
+         * ThreadPublic
+         * @description A thread and the conversation it continues.
+         */
+        ThreadPublic: {
+            /** Channel */
+            channel: string;
+            /** Conversation Id */
+            conversation_id: string;
+            /**
+             * Created
+             * @description false: the thread was mapped already (to this id)
+             */
+            created: boolean;
+            /** Surface */
+            surface: string;
+            /** Thread */
+            thread: string;
+            /** Workspace */
+            workspace: string;
+        };
+        /**
+         * ThreadRequest
+         * @description ``PUT /v1/surfaces/threads/...``: the conversation a thread's first message started.
+         */
+        ThreadRequest: {
+            /**
+             * Conversation Id
+             * @description from the first event (`conversation`) of the answer
+             */
+            conversation_id: string;
+        };
+        /**
          * ToolCallEvent
          * @description The model called a tool (``search_knowledge`` or ``web_search``) with its query.
          */
@@ -1552,6 +1847,13 @@ export interface components {
             id: string;
             /** Name */
             name: string;
+        };
+        /**
+         * UploadAcceptedPublic
+         * @description An accepted upload: the job that ingests it (``GET /v1/jobs/{id}``).
+         */
+        UploadAcceptedPublic: {
+            job: components["schemas"]["JobPublic"];
         };
         /**
          * UserListPublic
@@ -2491,7 +2793,10 @@ export interface operations {
     };
     upload_documents_v1_documents_post: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description seconds to wait for the ingestion (0: none) */
+                wait?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2502,13 +2807,22 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Successful Response */
+            /** @description with `wait`: ingested in time; one outcome per file, in order */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["IngestPublic"][];
+                };
+            };
+            /** @description accepted: follow the job */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadAcceptedPublic"];
                 };
             };
             /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
@@ -2721,6 +3035,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthPublic"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_job_v1_jobs__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the job's id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description the database or the key service is unavailable */
@@ -3509,6 +3882,457 @@ export interface operations {
             };
             /** @description reserved for admins */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    link_identity_v1_surfaces_identities_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LinkRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not a surface's service token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_identity_v1_surfaces_identities__workspace___external_user_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the platform's workspace/team id, e.g. T0123ABCD */
+                workspace: string;
+                /** @description the platform's id of a user, channel or thread */
+                external_user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdentityPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not a surface's service token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_identity_v1_surfaces_identities__workspace___external_user_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the platform's workspace/team id, e.g. T0123ABCD */
+                workspace: string;
+                /** @description the platform's id of a user, channel or thread */
+                external_user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not a surface's service token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_link_code_v1_surfaces_link_codes_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LinkCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkCodePublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a surface token acting for the user (only the user mints their codes) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_thread_v1_surfaces_threads__workspace___channel___thread__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the platform's workspace/team id, e.g. T0123ABCD */
+                workspace: string;
+                /** @description the platform's id of a user, channel or thread */
+                channel: string;
+                /** @description the platform's id of a user, channel or thread */
+                thread: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not a surface token, or X-Search2o-Act-As names an account not linked on its surface */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_thread_v1_surfaces_threads__workspace___channel___thread__put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the platform's workspace/team id, e.g. T0123ABCD */
+                workspace: string;
+                /** @description the platform's id of a user, channel or thread */
+                channel: string;
+                /** @description the platform's id of a user, channel or thread */
+                thread: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThreadRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThreadPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not a surface token, or X-Search2o-Act-As names an account not linked on its surface */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
