@@ -59,7 +59,8 @@ def test_hr_upload_is_invisible_outside_hr(browser: Any, shared: Site) -> None:
     page.get_by_label(re.compile("^Groups that may read them")).fill("hr")
     page.get_by_role("button", name="Upload").click()
     expect(page.get_by_role("list", name="Upload results")).to_contain_text("added")
-    expect(page.get_by_role("row", name=re.compile("Staff salary bands"))).to_contain_text("group:hr")
+    row = page.get_by_role("row", name=re.compile("Staff salary bands"))
+    expect(row).to_contain_text("group:hr")
     shot(page, "access-admin-upload")
     page.context.close()
 

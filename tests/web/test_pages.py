@@ -82,6 +82,8 @@ def test_every_page_is_accessible(browser: Any, site: Site, conversation: str, v
             problems[name] = found
     # The shortcuts dialog and the retrieval trace drawer are pages of their own to a reader.
     page.goto(site.url + f"/c/{conversation}")
+    # The answer is shown once the app has mounted, and with it its keyboard listener.
+    expect(page.locator("article.answer .cite-chip").first).to_be_visible()
     page.keyboard.press("Control+/")
     expect(page.get_by_role("dialog", name="Keyboard shortcuts")).to_be_visible()
     shot(page, f"shortcuts-{view}")

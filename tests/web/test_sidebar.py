@@ -46,10 +46,14 @@ def test_ten_thousand_conversations(browser: Any, crowded: Site) -> None:
     assert rows.count() < 60, rows.count()
     # Scrolling to the end of what is loaded fetches the next page by cursor.
     listing = page.get_by_test_id("conversation-list")
-    listing.evaluate("el => { el.scrollTop = el.scrollHeight; }")
-    deeper = sidebar.get_by_role("link", name=re.compile(rf"{re.escape(title_of(60))}\b"))
-    expect(deeper).to_be_attached(timeout=10_000)
+    height = listing.evaluate("el => (el.scrollTop = el.scrollHeight)")
+    page.wait_for_function(
+        "([el, h]) => el.scrollHeight > h", arg=[listing.element_handle(), height]
+    )
     assert any("cursor=" in url for url in pages), pages
+    # The first of the second page (0-49 are the first) is now a row just below the view.
+    deeper = sidebar.get_by_role("link", name=re.compile(rf"{re.escape(title_of(50))}\b"))
+    expect(deeper).to_be_attached()
     assert sidebar.locator(".conversation-list li").count() < 80
     # Older groups appear further down, page after page.
     older = sidebar.locator(".group-header", has_text="Previous 7 days")

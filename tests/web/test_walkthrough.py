@@ -46,6 +46,8 @@ def test_new_user_walkthrough(browser: Any, site: Site) -> None:
     card = page.get_by_role("tooltip")
     expect(card).to_contain_text("Benefits")
     expect(card).to_contain_text("vacation")  # the cited passage's snippet
+    page.mouse.move(0, 0)  # the pointer leaves the chip and its card: the card closes
+    expect(card).to_be_hidden()
     answer.get_by_text("Sources (1)").click()
     expect(answer.locator(".sources")).to_contain_text("benefits-and-perks.md")
     chip.click()

@@ -1,6 +1,6 @@
 // One message: the user's text, or an answer with its citations, sources and actions.
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { api, type Schemas } from "../api/client";
 import { keys, type Message } from "../api/queries";
 import { Icon } from "../ui/icons";
@@ -52,6 +52,9 @@ export function withReferences(text: string, citations: Citation[]): string {
 function Rating({ message }: { message: Shown }) {
   const queryClient = useQueryClient();
   const [rating, setRating] = useState(message.rating);
+  // The stored copy replaces the live answer and may arrive (or be read again) after a click:
+  // what the server holds wins once it is read.
+  useEffect(() => setRating(message.rating), [message.rating]);
   const rate = useMutation({
     mutationFn: (value: "up" | "down" | null) =>
       api<Schemas["MessagePublic"]>(`/v1/messages/${message.id}/rating`, {
