@@ -8,7 +8,8 @@ test), serves the real app on loopback (uvicorn in this process) and measures:
 * **first page of the list**: ``GET /v1/me/conversations`` (50 items, the page the sidebar
   asks for first) ``--list-requests`` times over one keep-alive httpx connection, wall time
   of each request on ``time.perf_counter``; p50 / p95 in ms. A title search (``q=``, one
-  match among all of them) is timed the same way, for information.
+  match, the oldest conversation) is timed the same way, for information: the whole search,
+  following ``next_cursor`` until a page holds the match, as the sidebar does.
 * **first delta in the browser**: Debian's Chromium (``/usr/bin/chromium``, headless, driven
   by Playwright for Python) opens ``/``, types the handbook question and presses Enter,
   ``--browser-turns`` times (a new conversation each time, after one untimed warm-up). The
@@ -175,18 +176,34 @@ def served(runtime: Runtime) -> Iterator[str]:
 
 
 def time_list(base: str, requests: int, query: str | None = None) -> list[float]:
-    """Time ``requests`` first-page requests of the conversation list; ms each."""
+    """Time ``requests`` first-page requests of the conversation list; ms each.
+
+    With ``query`` (a title search) one timing is the whole search as the sidebar runs it: a
+    search reads a bounded number of conversations per request, so pages are followed by
+    ``next_cursor`` until one holds a match.
+    """
     params = {"limit": "50", **({"q": query} if query else {})}
     spent: list[float] = []
     with httpx.Client(base_url=base, timeout=60, headers={"X-Search2o-Client": "web"}) as client:
-        client.get("/v1/me/conversations", params=params).raise_for_status()  # untimed warm-up
+
+        def until_found() -> None:
+            cursor: str | None = None
+            while True:
+                asked = {**params, **({"cursor": cursor} if cursor else {})}
+                page = client.get("/v1/me/conversations", params=asked)
+                page.raise_for_status()
+                body = page.json()
+                if body["conversations"]:
+                    return
+                cursor = body["next_cursor"]
+                if cursor is None:
+                    raise SystemExit(f"the list answered no conversation for {params}")
+
+        until_found()  # untimed warm-up
         for _ in range(requests):
             started = time.perf_counter()
-            response = client.get("/v1/me/conversations", params=params)
+            until_found()
             spent.append((time.perf_counter() - started) * 1000)
-            response.raise_for_status()
-            if not response.json()["conversations"]:
-                raise SystemExit(f"the list answered no conversation: {response.text[:200]}")
     return spent
 
 
@@ -260,7 +277,7 @@ def main() -> int:
                 log(f"timing the first page ({args.list_requests} requests)")
                 first_page = time_list(base, args.list_requests)
                 target = title_of(args.conversations - 1).split(" about")[0] + " "
-                search = time_list(base, max(1, args.list_requests // 10), target)
+                search = time_list(base, max(1, args.list_requests // 40), target)
                 log(f"timing the first delta in Chromium ({args.browser_turns} turns)")
                 seen, modelled = time_first_delta(base, model, args.browser_turns)
     beyond = [s - m for s, m in zip(seen, modelled, strict=True)]
@@ -272,7 +289,7 @@ def main() -> int:
     list_ok = percentile(first_page, 50) <= LIST_TARGET_MS
     delta_ok = percentile(beyond, 50) <= DELTA_TARGET_MS
     table.add_row("first page of the list (ms)", p50_p95(first_page), "p50 ≤ 50", verdict(list_ok))
-    table.add_row("title search, one match (ms)", p50_p95(search), "", "")
+    table.add_row("title search, the oldest one (ms)", p50_p95(search), "", "")
     table.add_row("Enter → first delta in the browser (ms)", p50_p95(seen), "", "")
     table.add_row("  of which the chat model (ms)", p50_p95(modelled), "", "")
     table.add_row("  excluding the model (ms)", p50_p95(beyond), "p50 ≤ 250", verdict(delta_ok))
