@@ -1,0 +1,1 @@
+"""Surfaces: where people and external models reach search2o (each a subpackage)."""
