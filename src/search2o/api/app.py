@@ -34,6 +34,7 @@ from search2o.api.routers import (
     memories,
     runs,
     search,
+    surfaces,
 )
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
@@ -114,6 +115,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         conversations,
         memories,
         agents,
+        surfaces,
     ):
         app.include_router(module.router)
     app.state.mcp = _mount_mcp(app, rt)
