@@ -608,6 +608,10 @@ class JobSettings(BaseModel):
         return self
 
 
+# Asymmetric JWS algorithms only (RFC 7518 section 3.1, RFC 8037): never "none" or HMAC.
+_JwsAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
+
+
 class McpSettings(BaseModel):
     """The MCP server (:mod:`search2o.surfaces.mcp`, docs/mcp.md): endpoint, allowlists, tokens.
 
@@ -658,8 +662,8 @@ class McpSettings(BaseModel):
     oidc_groups_claim: str | None = Field(
         default=None, min_length=1, max_length=100, description="e.g. groups (default: stored)"
     )
-    oidc_algorithms: list[Literal["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]] = (
-        Field(default_factory=lambda: ["RS256", "ES256"], min_length=1)
+    oidc_algorithms: list[_JwsAlgorithm] = Field(
+        default_factory=lambda: list[_JwsAlgorithm](["RS256", "ES256"]), min_length=1
     )
     oidc_timeout_s: float = Field(default=10.0, gt=0, le=120, description="discovery and JWKS")
     oidc_jwks_cache_s: float = Field(
@@ -687,7 +691,7 @@ class McpSettings(BaseModel):
     @field_validator("allowed_hosts", "allowed_origins")
     @classmethod
     def _no_blank_entries(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and any(not entry.strip() or entry != entry.strip() for entry in value):
+        if value is not None and any(not e.strip() or e != e.strip() for e in value):
             raise ValueError("entries must be non-blank, without surrounding spaces")
         return value
 

@@ -12,6 +12,7 @@ from search2o.errors import ConfigError
 
 try:
     import joserfc  # noqa: F401 - only checked here; search2o.surfaces.mcp.oidc uses it
+
     import mcp  # noqa: F401 - only checked here; the modules below use it
 except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
     raise ConfigError(

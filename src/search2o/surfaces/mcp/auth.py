@@ -26,7 +26,7 @@ from starlette.authentication import AuthCredentials
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
 
-from search2o.accounts import TOKEN_PREFIX, Principal
+from search2o.accounts import TOKEN_PREFIX, Principal, SurfaceCaller
 from search2o.api.auth import authenticate_header
 from search2o.errors import AuthenticationError
 from search2o.runtime import Runtime
@@ -74,8 +74,12 @@ class CallerTokenVerifier:
         """Blocking :meth:`verify_token` (one database read; the provider's keys when cold)."""
         try:
             if self._oidc is None or token.startswith(TOKEN_PREFIX):
-                principal = authenticate_header(self._runtime, f"Bearer {token}")
-                return _api_token(token, principal, "search2o-api-token")
+                caller = authenticate_header(self._runtime, f"Bearer {token}")
+                if isinstance(caller, SurfaceCaller):
+                    # A surface's service token acts for nobody without X-Search2o-Act-As,
+                    # which MCP does not carry: it searches as no one.
+                    raise AuthenticationError(f"a {caller.surface} surface token is no user's")
+                return _api_token(token, caller, "search2o-api-token")
             verified = self._oidc.verify(token)
         except AuthenticationError as exc:
             log.info("MCP token refused", extra={"fields": {"reason": exc.message}})
@@ -104,14 +108,20 @@ class CallerBackend(BearerAuthBackend):
         super().__init__(verifier)
         self._runtime = runtime
 
-    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, AuthenticatedUser] | None:
+    async def authenticate(
+        self, conn: HTTPConnection
+    ) -> tuple[AuthCredentials, AuthenticatedUser] | None:
         """Authenticate one request; ``None`` leaves it anonymous (answered 401)."""
         if "authorization" in conn.headers or self._runtime.settings.auth_mode != "local":
-            return await super().authenticate(conn)
+            result: tuple[AuthCredentials, AuthenticatedUser] | None
+            result = await super().authenticate(conn)
+            return result
         peer = conn.client.host if conn.client else None
         try:
             principal = await run_in_threadpool(authenticate_header, self._runtime, None, peer)
         except AuthenticationError:
+            return None
+        if not isinstance(principal, Principal):  # local mode without a token: never a surface
             return None
         return AuthCredentials([]), AuthenticatedUser(_api_token("", principal, "search2o-local"))
 

@@ -79,7 +79,7 @@ class McpEndpoint:
         self._document = metadata_document(self.urls, settings.mcp)
 
     def routes(self) -> list[BaseRoute]:
-        """The routes to add to the API app: ``/mcp`` and the two metadata paths."""
+        """Return the routes to add to the API app: ``/mcp`` and the two metadata paths."""
         metadata = metadata_endpoint(self._document)
         return [
             Route(ENDPOINT_PATH, endpoint=self.app),
@@ -88,5 +88,5 @@ class McpEndpoint:
         ]
 
     def running(self) -> AbstractAsyncContextManager[None]:
-        """The context the transport serves in (its task group); enter it in the lifespan."""
+        """Return the context the transport serves in (its task group); enter it in the lifespan."""
         return self.server.session_manager.run()

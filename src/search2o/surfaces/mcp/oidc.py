@@ -118,7 +118,8 @@ class OidcVerifier:
         try:
             registry.validate(claims)
         except JoseError as exc:
-            raise AuthenticationError(f"identity provider token refused: {exc.description}") from exc
+            reason = exc.description
+            raise AuthenticationError(f"identity provider token refused: {reason}") from exc
         principal = self._principal(claims)
         client = claims.get("client_id") or claims.get("azp") or "oidc"
         scope = claims.get("scope")
@@ -146,7 +147,7 @@ class OidcVerifier:
             raise AuthenticationError(f"identity provider token refused: {reason}") from exc
 
     def _principal(self, claims: dict[str, Any]) -> Principal:
-        """The user the claims name, with groups from the claim when one is configured."""
+        """Return the user the claims name, with groups from the claim when one is configured."""
         name = self._settings.oidc_email_claim
         value = claims.get(name)
         try:
@@ -173,7 +174,7 @@ class OidcVerifier:
         return replace(principal, groups=tuple(dict.fromkeys(groups)))
 
     def _key_set(self, *, refresh: bool) -> KeySet:
-        """The provider's keys: cached, or fetched again (expired, or ``refresh`` once a minute).
+        """Return the provider's keys, fetched again when stale or (``refresh``) once a minute.
 
         Raises:
             AuthenticationError: discovery or the key set cannot be fetched or read.

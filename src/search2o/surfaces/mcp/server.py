@@ -17,6 +17,7 @@ The tools are blocking (database, embedding) and run on worker threads.
 """
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from importlib.metadata import version
@@ -68,7 +69,7 @@ def _quiet(build: Callable[[], T]) -> T:
 
 
 def _query(max_chars: int) -> Any:
-    """The ``query`` argument's schema: non-blank text of at most ``max_chars`` characters."""
+    """Return the ``query`` argument's schema: text of 1 to ``max_chars`` characters."""
     return Field(
         min_length=1,
         max_length=max_chars,
@@ -146,7 +147,12 @@ def build_mcp_server(runtime: Runtime, urls: McpUrls, caller: Callable[[], Princ
         """
         return await run(tools.search_knowledge, query, k, document_ids)
 
-    server.add_tool(search, title="Search documents", annotations=_READ_ONLY)
-    server.add_tool(fetch, title="Fetch a document", annotations=_READ_ONLY)
-    server.add_tool(search_knowledge, title="Search passages", annotations=_READ_ONLY)
+    for tool, title in (
+        (search, "Search documents"),
+        (fetch, "Fetch a document"),
+        (search_knowledge, "Search passages"),
+    ):
+        # The docstring without its source indentation is what the model reads.
+        description = inspect.getdoc(tool)
+        server.add_tool(tool, title=title, description=description, annotations=_READ_ONLY)
     return server

@@ -73,7 +73,8 @@ class KnowledgeTools:
             IndexMismatchError, ProviderError, StorageError: as the Knowledge Store's search.
 
         """
-        found = self._runtime.knowledge.search(principal, query, self._runtime.settings.mcp.search_k)
+        depth = self._runtime.settings.mcp.search_k
+        found = self._runtime.knowledge.search(principal, query, depth)
         results: dict[int, SearchResult] = {}
         for hit in found.hits:
             if hit.document_id not in results:

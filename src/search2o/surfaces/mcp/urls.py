@@ -27,8 +27,10 @@ _LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*
 
 
 def _default_base(host: str, port: int) -> str:
-    """``http://host:port`` for the bind address; an unspecified one (all interfaces) is
-    reached on loopback from this machine."""
+    """Return ``http://host:port`` for the bind address.
+
+    An unspecified one (all interfaces) is reached on loopback from this machine.
+    """
     name = host.strip() or "127.0.0.1"
     try:
         address = ipaddress.ip_address(name.strip("[]"))
@@ -90,7 +92,7 @@ class McpUrls:
         return self.base + METADATA_PATH
 
     def document(self, document_id: int) -> str:
-        """The URL a client cites for a document: ``GET /v1/documents/{id}/text`` of the API.
+        """Return the URL a client cites for a document: ``GET /v1/documents/{id}/text`` of the API.
 
         It answers the document's text to a caller who may read it and 404 to anyone else,
         like the ``fetch`` tool.
