@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.api.test_api import add_user
+from tests.conftest import HANDBOOK
 
 from search2o.accounts import Principal
 from search2o.knowledge.access import AccessList
 from search2o.runtime import Runtime
-from tests.api.test_api import add_user
-from tests.conftest import HANDBOOK
 
 # An hr-only document that matches the handbook question too: if access rights were not
 # applied, Bob's search for "vacation days" would find it.

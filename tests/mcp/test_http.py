@@ -14,12 +14,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-
-from search2o.api.app import create_app
-from search2o.config import McpSettings
-from search2o.runtime import Runtime
 from tests.api.test_api import serve
 from tests.conftest import MemoEmbedder
 from tests.mcp.conftest import (
@@ -31,6 +26,11 @@ from tests.mcp.conftest import (
     tools_of,
 )
 from tests.mcp.test_tools import MODES
+
+from mcp import Client
+from search2o.api.app import create_app
+from search2o.config import McpSettings
+from search2o.runtime import Runtime
 
 pytestmark = pytest.mark.slow
 

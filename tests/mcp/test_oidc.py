@@ -19,6 +19,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from tests.api.test_api import serve
+from tests.conftest import MemoEmbedder
+from tests.mcp.conftest import QUESTION, Handbook, structured
+from tests.mcp.test_http import INITIALIZE, JSON_RPC, over_http
 
 from search2o.api.app import create_app
 from search2o.config import McpSettings
@@ -26,10 +30,6 @@ from search2o.errors import AuthenticationError
 from search2o.runtime import Runtime
 from search2o.surfaces.mcp.oidc import OidcVerifier
 from search2o.surfaces.mcp.urls import McpUrls
-from tests.api.test_api import serve
-from tests.conftest import MemoEmbedder
-from tests.mcp.conftest import QUESTION, Handbook, structured
-from tests.mcp.test_http import JSON_RPC, INITIALIZE, over_http
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +142,8 @@ def test_groups_come_from_the_configured_claim(idp_api: IdpServer, handbook: Han
     settings = McpSettings(oidc_issuer=idp_api.idp.issuer, oidc_groups_claim="groups")
     verifier = OidcVerifier(idp_api.runtime, settings, idp_api.audience)
     idp = idp_api.idp
-    with_hr = verifier.verify(idp.token(aud=idp_api.audience, email="bob@example.com", groups=["hr"]))
+    audience = idp_api.audience
+    with_hr = verifier.verify(idp.token(aud=audience, email="bob@example.com", groups=["hr"]))
     assert with_hr.principal.email == "bob@example.com"
     assert with_hr.principal.groups == ("hr",)
     without = verifier.verify(idp.token(aud=idp_api.audience, email="alice@example.com", groups=[]))

@@ -8,11 +8,11 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
-
 from tests.mcp.conftest import QUESTION, Handbook, golden_tools, structured, tool_error, tools_of
 from tests.mcp.test_tools import MODES
 from tests.test_cli import SCRIPT
+
+from mcp import Client, StdioServerParameters
 
 pytestmark = pytest.mark.slow
 

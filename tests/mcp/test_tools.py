@@ -7,10 +7,6 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
-
-from search2o.accounts import Principal
-from search2o.surfaces.mcp import McpUrls, build_mcp_server
 from tests.mcp.conftest import (
     HR_NAME,
     QUESTION,
@@ -20,6 +16,10 @@ from tests.mcp.conftest import (
     tool_error,
     tools_of,
 )
+
+from mcp import Client
+from search2o.accounts import Principal
+from search2o.surfaces.mcp import McpUrls, build_mcp_server
 
 pytestmark = pytest.mark.slow
 

@@ -70,7 +70,8 @@ def _without_overlap(previous: str, current: str) -> str:
         head = _squash(current[: match.start()])
         if len(head) > len(tail):
             break
-        if head and tail.endswith(head):
+        # The repeat must begin where a sentence of ``previous`` begins, not inside a word.
+        if head and (tail == head or tail.endswith(" " + head)):
             best = match.end()
     return current[best:]
 
