@@ -176,11 +176,14 @@ def test_a_host_outside_the_allowlist_answers_421_a_configured_one_200(
 ) -> None:
     api, handbook = allowlisted
     headers = {**JSON_RPC, **handbook.bob_auth}
-    # The client's own Host (127.0.0.1:<port>) is not configured, nor is any other name.
+    # The client's own Host (127.0.0.1:<port>) is not configured, nor is any other name;
+    # the allowlist answers first, with or without a token.
     for host in (None, "evil.example.com"):
         extra = {} if host is None else {"Host": host}
         refused = api.post("/mcp", json=INITIALIZE, headers={**headers, **extra})
         assert refused.status_code == 421, (host, refused.text)
+        anonymous = api.post("/mcp", json=INITIALIZE, headers={**JSON_RPC, **extra})
+        assert anonymous.status_code == 421 and "WWW-Authenticate" not in anonymous.headers
     accepted = api.post(
         "/mcp", json=INITIALIZE, headers={**headers, "Host": "search.example.com"}
     )
@@ -217,3 +220,30 @@ def test_the_citation_url_serves_the_text_only_to_readers(
         str(handbook.hr_id + 1000), "N"
     )
     assert api.get(hr).status_code == 401
+
+
+def test_concurrent_callers_each_search_with_their_own_rights(
+    api: httpx.Client, handbook: Handbook
+) -> None:
+    # The caller travels in a context variable per request: requests of two users served at
+    # the same time by one process must not see each other's rights.
+    url = f"{api.base_url}/mcp"
+    hr = str(handbook.hr_id)
+    seen: dict[str, list[bool]] = {"alice": [], "bob": []}
+
+    async def user(name: str, headers: dict[str, str], mode: str) -> None:
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, mode=mode) as client:
+                for _ in range(4):
+                    found = await client.call_tool("fetch", {"id": hr})
+                    seen[name].append(not found.is_error)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for mode in MODES:
+                group.start_soon(user, "alice", handbook.alice_auth, mode)
+                group.start_soon(user, "bob", handbook.bob_auth, mode)
+
+    anyio.run(main)
+    assert seen == {"alice": [True] * 8, "bob": [False] * 8}

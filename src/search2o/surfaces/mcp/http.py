@@ -4,11 +4,13 @@ A request to ``/mcp`` passes, in order:
 
 1. the API's own ingress (:mod:`search2o.api.ingress`): ``/mcp`` is no ``/v1`` path, so only
    the body bound ``api.max_body_bytes`` applies;
-2. Starlette's ``AuthenticationMiddleware`` with :class:`~search2o.surfaces.mcp.auth.
+2. the SDK's DNS-rebinding protection (``TransportSecurityMiddleware``): a ``Host`` outside
+   ``mcp.allowed_hosts`` answers 421, an ``Origin`` outside ``mcp.allowed_origins`` 403 —
+   before authentication, so a page on another name learns nothing, not even a 401;
+3. Starlette's ``AuthenticationMiddleware`` with :class:`~search2o.surfaces.mcp.auth.
    CallerBackend`, the SDK's ``AuthContextMiddleware`` and ``RequireAuthMiddleware``: no valid
    token answers 401 with ``WWW-Authenticate`` naming the metadata URL;
-3. the SDK's Streamable HTTP transport with its DNS-rebinding protection: a ``Host`` outside
-   ``mcp.allowed_hosts`` answers 421, an ``Origin`` outside ``mcp.allowed_origins`` 403.
+4. the SDK's Streamable HTTP transport (which checks the same allowlists again).
 
 The transport is **stateless** (``stateless_http``, JSON responses): handshake-era requests
 get a fresh transport each, 2026-07-28 requests carry their whole envelope, and no session
@@ -23,11 +25,12 @@ from contextlib import AbstractAsyncContextManager
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from search2o.runtime import Runtime
 from search2o.surfaces.mcp.auth import CallerBackend, CallerTokenVerifier, current_caller
@@ -39,6 +42,22 @@ from search2o.surfaces.mcp.urls import ENDPOINT_PATH, METADATA_PATH, McpUrls
 __all__ = ["McpEndpoint"]
 
 
+class _AllowlistFirst:
+    """Answer a request whose ``Host`` or ``Origin`` is not allowed before ``app`` sees it."""
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
+        self._app = app
+        self._check = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = await self._check.validate_request(Request(scope), is_post=False)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
 class McpEndpoint:
     """The MCP endpoint of one app: its routes and the lifespan its transport needs.
 
@@ -47,7 +66,7 @@ class McpEndpoint:
 
     Attributes:
         urls: the addresses computed from the settings.
-        app: the ASGI app served at ``/mcp`` (authentication, then the SDK's transport).
+        app: the ASGI app served at ``/mcp`` (allowlists, authentication, the SDK's transport).
 
     """
 
@@ -55,16 +74,17 @@ class McpEndpoint:
         settings = runtime.settings
         self.urls = McpUrls.of(settings)
         self.server = build_mcp_server(runtime, self.urls, current_caller)
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(self.urls.allowed_hosts),
+            allowed_origins=list(self.urls.allowed_origins),
+        )
         transport = self.server.streamable_http_app(
             streamable_http_path=ENDPOINT_PATH,
             stateless_http=True,
             json_response=True,
             max_request_body_size=settings.api.max_body_bytes,
-            transport_security=TransportSecuritySettings(
-                enable_dns_rebinding_protection=True,
-                allowed_hosts=list(self.urls.allowed_hosts),
-                allowed_origins=list(self.urls.allowed_origins),
-            ),
+            transport_security=security,
         )
         oidc = (
             OidcVerifier(runtime, settings.mcp, self.urls.audience)
@@ -73,8 +93,8 @@ class McpEndpoint:
         )
         backend = CallerBackend(runtime, CallerTokenVerifier(runtime, oidc))
         guarded = RequireAuthMiddleware(transport, [], AnyHttpUrl(self.urls.metadata))
-        self.app: ASGIApp = AuthenticationMiddleware(
-            AuthContextMiddleware(guarded), backend=backend
+        self.app: ASGIApp = _AllowlistFirst(
+            AuthenticationMiddleware(AuthContextMiddleware(guarded), backend=backend), security
         )
         self._document = metadata_document(self.urls, settings.mcp)
 
