@@ -25,17 +25,23 @@ from search2o.api.headers import SecurityHeaders
 from search2o.api.ingress import BodyBound, Ingress
 from search2o.api.openapi import install_openapi
 from search2o.api.routers import (
+    admin_views,
     agents,
     chat,
+    conversation_pages,
     conversations,
     documents,
     health,
     jobs,
+    me,
     memories,
+    passages,
     runs,
     search,
     surfaces,
+    waiting,
 )
+from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
 from search2o.logs import configure_logging
@@ -113,15 +119,22 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         chat,
         runs,
         conversations,
+        conversation_pages,
         memories,
         agents,
         surfaces,
+        me,
+        admin_views,
+        passages,
+        waiting,
     ):
         app.include_router(module.router)
     app.state.mcp = _mount_mcp(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
+    # The Web App answers GET paths no route knows (/, /c/<id>, /assets/...).
+    app.add_middleware(WebApp, router=app.router)
     limits = settings.api
     app.add_middleware(
         Ingress,
