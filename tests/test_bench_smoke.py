@@ -55,6 +55,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         "recall@10",
     ),
     "agents.py": (["--runs", "3"], "per command"),
+    "mcp.py": (["--queries", "3"], "search over HTTP"),
     "jobs.py": (
         [
             *("--backends", "sqlite", "--latency-jobs", "3", "--idle-jobs", "1"),

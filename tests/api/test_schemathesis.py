@@ -114,11 +114,14 @@ def test_every_operation_keeps_the_contract_under_fuzzing(
     result = schemathesis(str(client.base_url), tokens[user], tmp_path)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     # Every operation of the document ran, however many the API grows to.
+    paths = client.get("/openapi.json").json()["paths"]
     operations = sum(
         method in ("get", "post", "put", "patch", "delete")
-        for path in client.get("/openapi.json").json()["paths"].values()
+        for path in paths.values()
         for method in path
     )
+    # /mcp and its RFC 9728 metadata are no OpenAPI operations (docs/mcp.md).
+    assert not any("mcp" in path or "well-known" in path for path in paths)
     tested = re.search(r"Tested: (\d+)", result.stdout)
     assert tested is not None and int(tested.group(1)) == operations, result.stdout[-3000:]
 
