@@ -71,12 +71,17 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ],
         "recall@5",
     ),
+    "mcp.py": (["--queries", "3"], "search over HTTP"),
     "jobs.py": (
         [
             *("--backends", "sqlite", "--latency-jobs", "3", "--idle-jobs", "1"),
             *("--idle-s", "0.3", "--throughput-jobs", "10"),
         ],
         "enqueue→start",
+    ),
+    "web.py": (
+        ["--conversations", "200", "--list-requests", "5", "--browser-turns", "1"],
+        "first delta in the browser",
     ),
 }
 

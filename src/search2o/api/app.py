@@ -12,8 +12,9 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -24,21 +25,30 @@ from search2o.api.headers import SecurityHeaders
 from search2o.api.ingress import BodyBound, Ingress
 from search2o.api.openapi import install_openapi
 from search2o.api.routers import (
+    admin_views,
     agents,
     chat,
+    conversation_pages,
     conversations,
     documents,
     health,
     jobs,
+    me,
     memories,
+    passages,
     runs,
     search,
     surfaces,
+    waiting,
 )
+from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
 from search2o.logs import configure_logging
 from search2o.runtime import Runtime
+
+if TYPE_CHECKING:
+    from search2o.surfaces.mcp import McpEndpoint
 
 __all__ = ["create_app"]
 
@@ -82,7 +92,10 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         queue = rt.jobs
         if settings.jobs.server_workers > 0:
             await asyncio.to_thread(queue.start_consumer)
-        yield
+        async with AsyncExitStack() as stack:
+            if app.state.mcp is not None:  # its transport serves inside the lifespan
+                await stack.enter_async_context(app.state.mcp.running())
+            yield
         await asyncio.to_thread(queue.stop_consumer)
         await rt.chat.close()  # answers in flight store what they wrote
         if owned:
@@ -106,14 +119,22 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         chat,
         runs,
         conversations,
+        conversation_pages,
         memories,
         agents,
         surfaces,
+        me,
+        admin_views,
+        passages,
+        waiting,
     ):
         app.include_router(module.router)
+    app.state.mcp = _mount_mcp(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
+    # The Web App answers GET paths no route knows (/, /c/<id>, /assets/...).
+    app.add_middleware(WebApp, router=app.router)
     limits = settings.api
     app.add_middleware(
         Ingress,
@@ -172,6 +193,23 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         return response
 
     return app
+
+
+def _mount_mcp(app: FastAPI, runtime: Runtime) -> McpEndpoint | None:
+    """Serve the MCP endpoint at ``/mcp`` (docs/mcp.md) unless ``mcp.enabled`` is false.
+
+    Without the ``mcp`` extra installed the API serves without it and says so once.
+    """
+    if not runtime.settings.mcp.enabled:
+        return None
+    try:
+        from search2o.surfaces.mcp import McpEndpoint
+    except ConfigError as exc:
+        log.warning("MCP endpoint off: %s", exc.message)
+        return None
+    endpoint = McpEndpoint(runtime)
+    app.router.routes.extend(endpoint.routes())
+    return endpoint
 
 
 API_DESCRIPTION = """Conversations with your company's knowledge and agents.

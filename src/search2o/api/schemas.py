@@ -12,6 +12,7 @@ __all__ = [
     "TEXT_PATTERN",
     "DocumentId",
     "DocumentPublic",
+    "DocumentTextPublic",
     "HealthPublic",
     "IngestPublic",
     "MemoryLabel",
@@ -94,6 +95,18 @@ class DocumentPublic(BaseModel):
     chunk_count: int
     access: list[str]
     updated_at: datetime
+
+
+class DocumentTextPublic(BaseModel):
+    """A document's text as indexed: its chunks in order, headings as Markdown headings."""
+
+    id: int
+    source: str
+    title: str
+    media_type: str
+    updated_at: datetime
+    text: str
+    truncated: bool = Field(description="the text was cut at knowledge.max_extracted_chars")
 
 
 class IngestPublic(BaseModel):

@@ -14,6 +14,7 @@ from search2o.cli import (
     chat,
     keys,
     knowledge,
+    mcp,
     memory,
     retention,
     server,
@@ -64,6 +65,7 @@ app.command(rich_help_panel="Chat")(chat.ask)
 app.command(rich_help_panel="Run")(server.demo)
 app.command(rich_help_panel="Run")(server.serve)
 app.command(rich_help_panel="Run")(worker.worker)
+app.command("mcp", rich_help_panel="Run")(mcp.mcp_stdio)
 app.add_typer(server.db_app, name="db", rich_help_panel="Admin")
 app.add_typer(accounts.users_app, name="users", rich_help_panel="Admin")
 app.add_typer(accounts.tokens_app, name="tokens", rich_help_panel="Admin")

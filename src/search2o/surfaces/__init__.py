@@ -7,6 +7,8 @@
   principal, and the ``X-Search2o-Act-As`` rule of surface service tokens.
 * :mod:`search2o.surfaces.threads`: the mapping of (surface, workspace, channel, thread) to a
   conversation.
+* :mod:`search2o.surfaces.mcp`: the MCP server, a surface of its own kind: search tools for an
+  external model under the caller's rights, no conversation (``docs/mcp.md``).
 
 A surface itself (Slack, Telegram, Mattermost) calls the server only through
 :mod:`search2o.client`; ``docs/surfaces.md`` shows the whole flow on one page. Modules are

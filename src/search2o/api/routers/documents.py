@@ -1,4 +1,4 @@
-"""``/v1/documents``: upload (multipart), list and delete documents."""
+"""``/v1/documents``: upload (multipart), list, read and delete documents."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
 from search2o.api.routers.jobs import JobPublic
-from search2o.api.schemas import DocumentId, DocumentPublic, IngestPublic
+from search2o.api.schemas import DocumentId, DocumentPublic, DocumentTextPublic, IngestPublic
 from search2o.api.uploads import check_name, part_filename
 from search2o.errors import InputError, PermissionDeniedError
 from search2o.jobs.kinds import INGEST, ingest_dedupe_key
 from search2o.knowledge.access import AccessList
+from search2o.knowledge.reading import read_document
 from search2o.storage.models import new_id
 from search2o.storage.upload_models import UploadPart
 
@@ -130,6 +131,21 @@ def upload_documents(
 def list_documents(user: CurrentUser, runtime: RuntimeDep) -> list[DocumentPublic]:
     """List the documents the caller may read (admins: all)."""
     return [DocumentPublic(**asdict(d)) for d in runtime.knowledge.list_documents(user)]
+
+
+@router.get("/{document_id}/text", responses=error_responses(401, 404, 422, 503))
+def read_document_text(
+    document_id: DocumentId, user: CurrentUser, runtime: RuntimeDep
+) -> DocumentTextPublic:
+    """Return a document's text as indexed (the URL MCP tools cite, docs/mcp.md).
+
+    Readable under the rules of search: a document the caller may not read answers 404
+    like a missing one, for admins too.
+    """
+    limit = runtime.settings.knowledge.max_extracted_chars
+    with runtime.database.session() as session:
+        document = read_document(session, user, document_id, limit)
+    return DocumentTextPublic(**asdict(document))
 
 
 @router.delete("/{document_id}", responses=error_responses(401, 403, 404, 422, 503))
