@@ -193,18 +193,18 @@ def test_docx_table_cell_spanning_two_billion_columns_is_read_once() -> None:
         b"<w:p><w:r><w:t>wide cell</w:t></w:r></w:p></w:tc>"
     )
     body = b"<w:tbl><w:tr>" + cell + b"</w:tr></w:tbl>" + paragraph_xml("After the table.")
-    started = time.perf_counter()
+    started = time.process_time()
     doc = load_document("span.docx", docx_with(body))
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert doc.sections[0].text == "wide cell\n\nAfter the table."
 
 
 def test_docx_with_many_paragraphs_reads_in_seconds() -> None:
     body = b"".join(paragraph_xml(p) for p in random_paragraphs(20_000))
     data = docx_with(body)
-    started = time.perf_counter()
+    started = time.process_time()
     doc = load_document("report.docx", data)
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert len(doc.sections[0].text.split("\n\n")) == 20_000
 
 
@@ -247,7 +247,7 @@ def test_pdf_content_over_the_unpacked_bound_is_refused() -> None:
 def _check_refused(result: dict[str, object], setting: str, seconds: float = SECONDS) -> None:
     assert result["status"] == "refused", result
     assert f"knowledge.{setting}" in str(result["reason"]), result
-    assert float(str(result["seconds"])) < seconds, result
+    assert float(str(result["cpu_seconds"])) < seconds, result
     assert float(str(result["rss_growth_mb"])) < MEGABYTES, result
 
 
@@ -298,7 +298,7 @@ def test_huge_html_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert result["status"] == "loaded", result
     paragraphs = 8 * 1024 * 1024 // 8
     assert result["chars"] == paragraphs + 2 * (paragraphs - 1)  # "a"s joined by blank lines
-    assert result["seconds"] < SECONDS and result["rss_growth_mb"] < MEGABYTES, result
+    assert result["cpu_seconds"] < SECONDS and result["rss_growth_mb"] < MEGABYTES, result
 
 
 @pytest.mark.slow
@@ -325,8 +325,8 @@ def test_docx_whose_central_directory_lies_about_sizes_is_refused_quickly() -> N
     # The ZIP check trusts the declared sizes; zipfile stops every entry at its declared size
     # and then fails its CRC, so a part can never unpack to more than the check was told.
     data = _lie_about_size(docx_bomb(16 * 1024 * 1024), b"word/document.xml", 1000)
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(CorruptFileError) as info:
         load_document("liar.docx", data)
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert info.value.reason.startswith("cannot parse DOCX: ")
