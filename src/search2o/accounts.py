@@ -5,6 +5,12 @@ stored, so a database dump cannot be replayed. A token is shown once, when it is
 token printed by a local-mode ``search2o serve`` is *local-only*: it authenticates on a server
 in ``auth_mode=local`` and never in ``auth_mode=token``, even on a database they share.
 
+A *surface token* (:func:`issue_surface_token`) belongs to a surface (``slack``), not to a user:
+it never is a principal itself. :func:`resolve_token` answers a :class:`SurfaceCaller` for it,
+and the API lets it act only for a user linked on its surface or for that surface's
+shared-channel principal, never with admin rights (:func:`search2o.surfaces.identity
+.acting_principal`).
+
 Emails, display names and token names are shown in terminals and pages: terminal control
 characters (:func:`search2o.terminal.has_controls`) are refused in them.
 """
@@ -24,17 +30,20 @@ from sqlalchemy.orm import Session
 from search2o.errors import AuthenticationError, ConflictError, InputError, NotFoundError
 from search2o.storage import dialect
 from search2o.storage.models import ApiToken, User, utcnow
+from search2o.surfaces.names import check_surface
 from search2o.terminal import has_controls
 from search2o.textrules import check_text
 
 __all__ = [
     "LOCAL_MODE_TOKEN_NAME",
     "Principal",
+    "SurfaceCaller",
     "TokenInfo",
     "authenticate",
     "create_user",
     "ensure_user",
     "get_user",
+    "issue_surface_token",
     "issue_token",
     "list_tokens",
     "list_users",
@@ -42,6 +51,7 @@ __all__ = [
     "normalize_email",
     "normalize_groups",
     "replace_token",
+    "resolve_token",
     "revoke_named_tokens",
     "revoke_token",
 ]
@@ -63,6 +73,9 @@ class Principal:
         groups: group names, e.g. ``("hr", "eng")``.
         is_admin: may manage users and every document.
         plan: ``free`` or ``paid``.
+        surface: the surface whose service token acts for this principal (``slack``), or
+            ``None`` for a user's own token or session.
+        shared: a shared-channel principal: it reads only documents open to everyone.
 
     """
 
@@ -71,6 +84,8 @@ class Principal:
     groups: tuple[str, ...]
     is_admin: bool = False
     plan: str = "free"
+    surface: str | None = None
+    shared: bool = False
 
     @classmethod
     def of(cls, user: User) -> Principal:
@@ -81,14 +96,33 @@ class Principal:
         """Return the access-list entries that grant this caller.
 
         Returns:
-            ``["user:<email>", "group:<g>", ...]``.
+            ``["user:<email>", "group:<g>", ...]``; ``[]`` for a shared-channel principal, so
+            only documents whose access list is empty are readable (an answer in a channel is
+            seen by everyone in it).
         """
+        if self.shared:
+            return []
         return [f"user:{self.email}", *(f"group:{g}" for g in self.groups)]
 
 
 @dataclass(frozen=True)
+class SurfaceCaller:
+    """A surface's service token acting for nobody (yet): it may link identities, nothing else.
+
+    Attributes:
+        surface: the surface the token is bound to, e.g. ``slack``.
+
+    """
+
+    surface: str
+
+
+@dataclass(frozen=True)
 class TokenInfo:
-    """A token as listed to people: never the secret, only its prefix."""
+    """A token as listed to people: never the secret, only its prefix.
+
+    ``email`` is ``""`` and ``surface`` set for a surface token.
+    """
 
     id: int
     email: str
@@ -98,6 +132,7 @@ class TokenInfo:
     last_used_at: datetime | None
     revoked: bool
     local_only: bool = False
+    surface: str | None = None
 
 
 def normalize_email(email: str, field: str = "email") -> str:
@@ -263,6 +298,34 @@ def issue_token(session: Session, user: User, name: str = "", *, local_only: boo
     return secret
 
 
+def issue_surface_token(session: Session, surface: str, name: str = "") -> str:
+    """Create a service token bound to ``surface``; return its secret (shown once, stored hashed).
+
+    The token belongs to no user: it acts only as a user linked on ``surface`` or as the
+    surface's shared-channel principal, named per request (``X-Search2o-Act-As``), never with
+    admin rights.
+
+    Raises:
+        InputError: ``surface`` is not a surface name; ``name`` holds NUL, a lone surrogate or
+            a terminal control character.
+
+    """
+    check_surface(surface)
+    _check_label(name, "name")
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    session.add(
+        ApiToken(
+            user_id=None,
+            surface=surface,
+            name=(name or f"{surface} surface")[:100],
+            prefix=secret[:12],
+            token_hash=_hash(secret),
+        )
+    )
+    session.flush()
+    return secret
+
+
 def revoke_named_tokens(session: Session, user: User, name: str) -> int:
     """Revoke ``user``'s active tokens called ``name``; return how many were revoked."""
     result = session.execute(
@@ -301,21 +364,25 @@ def local_mode_token(session: Session, email: str) -> str:
 def list_tokens(session: Session) -> list[TokenInfo]:
     """Return every token with its owner, newest first."""
     rows = session.execute(
-        select(ApiToken, User.email).join(User).order_by(ApiToken.created_at.desc())
+        select(ApiToken, User.email)
+        .outerjoin(User, ApiToken.user_id == User.id)
+        .order_by(ApiToken.created_at.desc(), ApiToken.id.desc())
     ).all()
-    return [
-        TokenInfo(
-            t.id,
-            email,
-            t.name,
-            t.prefix,
-            t.created_at,
-            t.last_used_at,
-            t.revoked_at is not None,
-            t.local_only,
-        )
-        for t, email in rows
-    ]
+    return [_info(t, email or "") for t, email in rows]
+
+
+def _info(token: ApiToken, email: str) -> TokenInfo:
+    return TokenInfo(
+        token.id,
+        email,
+        token.name,
+        token.prefix,
+        token.created_at,
+        token.last_used_at,
+        token.revoked_at is not None,
+        token.local_only,
+        token.surface,
+    )
 
 
 def revoke_token(session: Session, token_or_prefix: str) -> TokenInfo:
@@ -339,26 +406,22 @@ def revoke_token(session: Session, token_or_prefix: str) -> TokenInfo:
     token = matches[0]
     token.revoked_at = utcnow()
     session.flush()
-    return TokenInfo(
-        token.id,
-        token.user.email,
-        token.name,
-        token.prefix,
-        token.created_at,
-        token.last_used_at,
-        True,
-        token.local_only,
-    )
+    return _info(token, token.user.email if token.user is not None else "")
 
 
-def authenticate(session: Session, secret: str, *, auth_mode: str = "token") -> Principal:
-    """Return the principal owning the active token ``secret`` and note its use.
+def resolve_token(
+    session: Session, secret: str, *, auth_mode: str = "token"
+) -> Principal | SurfaceCaller:
+    """Return who the active token ``secret`` stands for, and note its use.
 
     Args:
         session: the caller's transaction.
         secret: the bearer token as sent.
         auth_mode: the server's ``auth_mode``; a local-only token (printed by a local-mode
             ``serve``) is refused unless it is ``local``. The default is the strict one.
+
+    Returns:
+        the owner's :class:`Principal`, or a :class:`SurfaceCaller` for a surface token.
 
     Raises:
         AuthenticationError: unknown or revoked token, or a local-only token in token mode
@@ -371,4 +434,29 @@ def authenticate(session: Session, secret: str, *, auth_mode: str = "token") -> 
     if token.local_only and auth_mode != "local":
         raise AuthenticationError("invalid or revoked API token")
     token.last_used_at = utcnow()
+    if token.user is None:
+        assert token.surface is not None  # ck_api_tokens_owner: a user or a surface
+        return SurfaceCaller(token.surface)
     return Principal.of(token.user)
+
+
+def authenticate(session: Session, secret: str, *, auth_mode: str = "token") -> Principal:
+    """Return the principal owning the active user token ``secret`` and note its use.
+
+    Args:
+        session: the caller's transaction.
+        secret: the bearer token as sent.
+        auth_mode: as :func:`resolve_token`.
+
+    Raises:
+        AuthenticationError: as :func:`resolve_token`; also a surface token, which is no
+            user (it acts for one only through ``X-Search2o-Act-As``).
+
+    """
+    caller = resolve_token(session, secret, auth_mode=auth_mode)
+    if isinstance(caller, SurfaceCaller):
+        raise AuthenticationError(
+            f"this is a service token of the {caller.surface} surface, not a user's: it acts "
+            "only for a linked user, named by X-Search2o-Act-As"
+        )
+    return caller

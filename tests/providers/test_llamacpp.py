@@ -32,26 +32,47 @@ GGUF = Path(
 
 
 @pytest.fixture(scope="module")
-def llama_url() -> Iterator[str]:
+def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start llama.cpp's server on a free loopback port; yield its ``/v1`` URL once it generates.
+
+    Ready means one real completion answered, not only ``/v1/models``: a build for the wrong CPU
+    starts and lists its model, then dies with SIGILL on the first token. The failure message
+    then gives the exit code and the end of the server's log. ``--interrupt_requests False``:
+    a request that arrives while another is generating waits instead of cutting the first off.
+    """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF)]
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--seed", "7"]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command += ["--interrupt_requests", "False"]
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
+
+    def died() -> str:
+        tail = log_path.read_text(errors="replace")[-2000:]
+        return f"llama.cpp server exited with {proc.returncode} (-4 is SIGILL):\n{tail}"
+
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         while True:
             try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                probe_reply = httpx.post(
+                    f"{url}/chat/completions",
+                    json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2},
+                    timeout=60,
+                )
+                if probe_reply.status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            assert proc.poll() is None, "llama.cpp server exited"
+            assert proc.poll() is None, died()
             assert time.monotonic() < deadline, "llama.cpp server did not start"
             time.sleep(0.3)
         yield url
+        assert proc.poll() is None, died()
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0013"
+HEAD = "0014"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -50,6 +51,35 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
         assert "token_hash" in token_columns and "token" not in token_columns
         assert "local_only" in token_columns
         assert {"runs", "run_events"} <= tables
+        assert {
+            "surface_identities",
+            "link_codes",
+            "surface_shared_principals",
+            "surface_threads",
+        } <= tables
+        token_nullable = {c["name"]: c["nullable"] for c in inspector.get_columns("api_tokens")}
+        assert token_nullable["surface"] and token_nullable["user_id"]  # a user or a surface
+        identity_columns = {c["name"] for c in inspector.get_columns("surface_identities")}
+        assert {
+            "surface",
+            "workspace",
+            "external_user_id",
+            "user_id",
+            "linked_by",
+            "created_at",
+        } <= identity_columns
+        code_columns = {c["name"] for c in inspector.get_columns("link_codes")}
+        assert {"code_hash", "user_id", "surface", "expires_at", "used_at"} <= code_columns
+        assert "code" not in code_columns
+        thread_columns = {c["name"] for c in inspector.get_columns("surface_threads")}
+        assert {
+            "surface",
+            "workspace",
+            "channel",
+            "thread",
+            "conversation_id",
+            "user_id",
+        } <= thread_columns
         run_columns = {c["name"] for c in inspector.get_columns("runs")}
         assert {"user_id", "conversation_id", "status", "heartbeat_at", "last_seq"} <= run_columns
         conversation_columns = {c["name"] for c in inspector.get_columns("conversations")}
@@ -159,5 +189,52 @@ def test_0009_scopes_the_tokens_earlier_local_mode_starts_printed(database_url: 
             ).all()
         assert [tuple(r) for r in rows] == [("laptop", False), ("serve", True)]
         assert "local_only" not in {c["name"] for c in inspect(db.engine).get_columns("api_tokens")}
+    finally:
+        db.close()
+
+
+def test_0014_keeps_user_tokens_and_drops_surface_tokens_on_the_way_down(
+    database_url: str,
+) -> None:
+    """Surface tokens need a nullable owner; below 0014 they cannot exist."""
+    db = Database(database_url, migrate=False)
+    try:
+        db.upgrade("0013")
+        with db.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO users (email, display_name, groups, plan, is_admin, created_at) "
+                    "VALUES ('ann@example.com', 'ann', '[]', 'free', false, CURRENT_TIMESTAMP)"
+                )
+            )
+            user_id = conn.execute(text("SELECT id FROM users")).scalar_one()
+            _insert_token(conn, user_id, "laptop", hashlib.sha256(b"s2o_laptop").hexdigest())
+        db.upgrade()
+        with db.session() as session:
+            assert accounts.authenticate(session, "s2o_laptop").email == "ann@example.com"
+            surface = accounts.issue_surface_token(session, "slack")
+        with db.session() as session:
+            assert accounts.resolve_token(session, surface) == accounts.SurfaceCaller("slack")
+        # the rebuilt table still refuses a second token with the same hash, and a token
+        # with neither a user nor a surface
+        digest = hashlib.sha256(b"s2o_laptop").hexdigest()
+        with pytest.raises(IntegrityError), db.engine.begin() as conn:
+            _insert_token(conn, user_id, "copy", digest)
+        with pytest.raises(IntegrityError), db.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO api_tokens (name, prefix, token_hash, created_at, local_only) "
+                    "VALUES ('orphan', 'x', 'y', CURRENT_TIMESTAMP, false)"
+                )
+            )
+        db.downgrade("0013")
+        with db.engine.connect() as conn:
+            names = conn.execute(text("SELECT name FROM api_tokens")).scalars().all()
+        assert names == ["laptop"]
+        columns = {c["name"]: c["nullable"] for c in inspect(db.engine).get_columns("api_tokens")}
+        assert "surface" not in columns and columns["user_id"] is False
+        assert "surface_identities" not in inspect(db.engine).get_table_names()
+        db.upgrade()
+        assert db.current_revision() == HEAD
     finally:
         db.close()

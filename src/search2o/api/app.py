@@ -39,6 +39,7 @@ from search2o.api.routers import (
     metrics,
     runs,
     search,
+    surfaces,
 )
 from search2o.api.telemetry import Telemetry
 from search2o.config import Settings, load_settings
@@ -135,6 +136,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         conversations,
         memories,
         agents,
+        surfaces,
         metrics,
     ):
         app.include_router(module.router)

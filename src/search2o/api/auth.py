@@ -2,23 +2,34 @@
 
 A bearer token (RFC 6750, section 2.1: ``Authorization: Bearer <token>``, scheme
 case-insensitive) identifies its owner; a token issued by a local-mode start works in local mode
-only (:func:`~search2o.accounts.authenticate`). Without one, ``auth_mode=local`` acts as the
+only (:func:`~search2o.accounts.resolve_token`). Without one, ``auth_mode=local`` acts as the
 single local user for a loopback peer (or a Unix socket, which has no peer address) and, with
 ``insecure_local_mode``, for any peer; ``auth_mode=token`` refuses. The peer check holds
 wherever the ASGI server binds, whatever ``settings.host`` says.
+
+A *surface token* is no user. With ``X-Search2o-Act-As`` it acts as the user linked to the
+named account on its surface, or as its shared-channel principal, never with admin rights
+(:func:`search2o.surfaces.identity.acting_principal`); without the header it is a
+:class:`~search2o.accounts.SurfaceCaller`, which only the surface routes accept. Every other
+caller sending the header is refused (403): a user's token that names someone else is a
+misconfigured surface, and acting as its owner instead would answer strangers as that user.
 """
 
 from __future__ import annotations
 
-from search2o.accounts import Principal, authenticate
-from search2o.errors import AuthenticationError
+from search2o.accounts import Principal, SurfaceCaller, resolve_token
+from search2o.errors import AuthenticationError, PermissionDeniedError
 from search2o.netpolicy import is_loopback_host
 from search2o.runtime import Runtime
+from search2o.surfaces.identity import ACT_AS_HEADER, acting_principal
 
-__all__ = ["PRINCIPAL_KEY", "authenticate_header"]
+__all__ = ["ACT_AS_HEADER", "PRINCIPAL_KEY", "Caller", "authenticate_header"]
 
 PRINCIPAL_KEY = "principal"
-"""The key of the authenticated :class:`Principal` in the ASGI scope's ``state``."""
+"""The key of the authenticated :data:`Caller` in the ASGI scope's ``state``."""
+
+Caller = Principal | SurfaceCaller
+"""Who a request comes from: a principal, or a surface token acting for nobody."""
 
 
 def _bearer_token(authorization: str | None) -> str | None:
@@ -31,29 +42,44 @@ def _bearer_token(authorization: str | None) -> str | None:
 
 
 def authenticate_header(
-    runtime: Runtime, authorization: str | None, peer: str | None = None
-) -> Principal:
-    """Return the principal of a request given its ``Authorization`` header (or ``None``).
+    runtime: Runtime,
+    authorization: str | None,
+    peer: str | None = None,
+    act_as: str | None = None,
+) -> Caller:
+    """Return the caller of a request given its ``Authorization`` and ``X-Search2o-Act-As``.
 
-    Blocking (one database read); call it from a worker thread on the server.
+    Blocking (one database transaction; the first request of a shared-channel principal
+    creates its user row); call it from a worker thread on the server.
 
     Args:
         runtime: the process's runtime.
-        authorization: the header's value, ``None`` when absent.
+        authorization: the ``Authorization`` header's value, ``None`` when absent.
         peer: the client's address (``None`` for a Unix socket).
+        act_as: the ``X-Search2o-Act-As`` header's value, ``None`` when absent.
 
     Raises:
         AuthenticationError: a token that is unknown, revoked or out of scope; no token in
             token mode, or from a non-loopback peer in local mode.
+        InputError: a surface token's ``X-Search2o-Act-As`` is malformed.
+        PermissionDeniedError: a surface token names an account not linked on its surface;
+            anyone else sends ``X-Search2o-Act-As``.
 
     """
     settings = runtime.settings
     token = _bearer_token(authorization)
     if token is not None:
         with runtime.database.session() as session:
-            return authenticate(session, token, auth_mode=settings.auth_mode)
+            caller = resolve_token(session, token, auth_mode=settings.auth_mode)
+            if isinstance(caller, SurfaceCaller):
+                if act_as is None:
+                    return caller
+                return acting_principal(session, caller.surface, act_as)
+            _refuse_act_as(act_as)  # inside the transaction: a refusal notes no use
+            return caller
     if settings.auth_mode == "local":
         if not peer or settings.insecure_local_mode or is_loopback_host(peer):
+            _refuse_act_as(act_as)
             return runtime.local_principal()
         raise AuthenticationError(
             "local single-user mode answers requests without a token from this machine only: "
@@ -61,3 +87,12 @@ def authenticate_header(
             "SEARCH2O_AUTH_MODE=token"
         )
     raise AuthenticationError("missing API token: send `Authorization: Bearer <token>`")
+
+
+def _refuse_act_as(act_as: str | None) -> None:
+    """Refuse ``X-Search2o-Act-As`` from a caller that is no surface token."""
+    if act_as is not None:
+        raise PermissionDeniedError(
+            f"only a surface's service token (`search2o surfaces token SURFACE`) may send "
+            f"{ACT_AS_HEADER}; send the request without it to act as yourself"
+        )

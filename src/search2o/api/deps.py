@@ -1,4 +1,11 @@
-"""Request dependencies as ``Annotated`` aliases: the runtime, the caller, an admin caller."""
+"""Request dependencies as ``Annotated`` aliases: the runtime and who the caller is.
+
+* :data:`CurrentUser`: any principal (a user, or whom a surface token acts as);
+* :data:`AdminUser`: an admin (never a surface token's principal);
+* :data:`SelfUser`: a user acting for themselves (not through a surface token);
+* :data:`SurfaceName`: the surface of a surface token, acting for someone or not;
+* :data:`SurfaceUser`: the principal a surface token acts as.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from search2o.accounts import Principal
-from search2o.api.auth import PRINCIPAL_KEY, authenticate_header
-from search2o.errors import PermissionDeniedError
+from search2o.accounts import Principal, SurfaceCaller
+from search2o.api.auth import ACT_AS_HEADER, PRINCIPAL_KEY, Caller, authenticate_header
+from search2o.errors import AuthenticationError, PermissionDeniedError
 from search2o.runtime import Runtime
 
-__all__ = ["AdminUser", "CurrentUser", "RuntimeDep"]
+__all__ = ["AdminUser", "CurrentUser", "RuntimeDep", "SelfUser", "SurfaceName", "SurfaceUser"]
 
+_SURFACE_ONLY = "only a surface's service token may do this (`search2o surfaces token SURFACE`)"
 _bearer = HTTPBearer(auto_error=False, description="An API token from `search2o users add`.")
 
 
@@ -26,11 +34,11 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def get_principal(
+def get_caller(
     request: Request,
     runtime: RuntimeDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Principal:
+) -> Caller:
     """Return the caller :class:`~search2o.api.ingress.Ingress` authenticated.
 
     ``credentials`` is declared for the OpenAPI document (the bearer scheme); the token was
@@ -39,15 +47,39 @@ def get_principal(
     elsewhere) authenticates here.
 
     Raises:
-        AuthenticationError: missing (in token mode, or from a non-loopback peer in local
-            mode), unknown, revoked or out-of-scope token.
+        AuthenticationError, InputError, PermissionDeniedError: as
+            :func:`~search2o.api.auth.authenticate_header`.
 
     """
-    principal = request.scope.get("state", {}).get(PRINCIPAL_KEY)
-    if isinstance(principal, Principal):
-        return principal
+    caller = request.scope.get("state", {}).get(PRINCIPAL_KEY)
+    if isinstance(caller, Principal | SurfaceCaller):
+        return caller
     peer = request.client.host if request.client else None
-    return authenticate_header(runtime, request.headers.get("authorization"), peer)
+    return authenticate_header(
+        runtime,
+        request.headers.get("authorization"),
+        peer,
+        request.headers.get(ACT_AS_HEADER),
+    )
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+def get_principal(caller: CallerDep) -> Principal:
+    """Return the principal of the request.
+
+    Raises:
+        AuthenticationError: as :func:`get_caller`; a surface token that names nobody to
+            act as.
+
+    """
+    if isinstance(caller, SurfaceCaller):
+        raise AuthenticationError(
+            f"a {caller.surface} surface token acts for someone: send {ACT_AS_HEADER}: "
+            "user:<workspace>:<external user id> or shared:<workspace>"
+        )
+    return caller
 
 
 CurrentUser = Annotated[Principal, Depends(get_principal)]
@@ -58,7 +90,8 @@ def get_admin(user: CurrentUser) -> Principal:
 
     Raises:
         AuthenticationError: as :func:`get_principal`.
-        PermissionDeniedError: the caller is not an admin.
+        PermissionDeniedError: the caller is not an admin (a surface token's principal never
+            is).
 
     """
     if not user.is_admin:
@@ -67,3 +100,55 @@ def get_admin(user: CurrentUser) -> Principal:
 
 
 AdminUser = Annotated[Principal, Depends(get_admin)]
+
+
+def get_self(user: CurrentUser) -> Principal:
+    """Return the caller if they act for themselves, not through a surface token.
+
+    Raises:
+        AuthenticationError: as :func:`get_principal`.
+        PermissionDeniedError: a surface token acts for the user.
+
+    """
+    if user.surface is not None:
+        raise PermissionDeniedError(
+            "only the user themselves may do this (in the Web App or with their own token), "
+            f"not the {user.surface} surface acting for them"
+        )
+    return user
+
+
+SelfUser = Annotated[Principal, Depends(get_self)]
+
+
+def get_surface(caller: CallerDep) -> str:
+    """Return the surface of a surface token, whether it acts for someone or not.
+
+    Raises:
+        AuthenticationError: as :func:`get_caller`.
+        PermissionDeniedError: the token is no surface token.
+
+    """
+    surface = caller.surface
+    if surface is None:
+        raise PermissionDeniedError(_SURFACE_ONLY)
+    return surface
+
+
+SurfaceName = Annotated[str, Depends(get_surface)]
+
+
+def get_surface_user(user: CurrentUser) -> Principal:
+    """Return the principal a surface token acts as.
+
+    Raises:
+        AuthenticationError: as :func:`get_principal` (a surface token naming nobody).
+        PermissionDeniedError: the token is no surface token.
+
+    """
+    if user.surface is None:
+        raise PermissionDeniedError(_SURFACE_ONLY)
+    return user
+
+
+SurfaceUser = Annotated[Principal, Depends(get_surface_user)]

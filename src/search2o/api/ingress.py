@@ -2,9 +2,10 @@
 
 :class:`Ingress` is a pure ASGI middleware (so it never buffers a response, and SSE streams
 pass through untouched). For a path under ``/v1/`` other than the health probes it first
-authenticates the caller from the ``Authorization`` header (:func:`search2o.api.auth
-.authenticate_header`, in a worker thread) and answers 401 **before a byte of the body is
-read**; the principal is left in the scope's ``state`` for the route's dependency. Then the
+authenticates the caller from the ``Authorization`` and ``X-Search2o-Act-As`` headers
+(:func:`search2o.api.auth.authenticate_header`, in a worker thread) and answers 401 (or 403 /
+422 for a refused act-as header) **before a byte of the body is read**; the caller is left in
+the scope's ``state`` for the route's dependency. Then the
 body is bounded while it streams in by Starlette's ``RequestBodyLimitMiddleware`` (a
 ``Content-Length`` over the bound is refused before reading): ``api.max_upload_bytes`` for
 ``POST /v1/documents``, ``api.max_definition_bytes`` for ``PUT /v1/agents/{name}``,
@@ -26,9 +27,9 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from search2o.api.auth import PRINCIPAL_KEY, authenticate_header
+from search2o.api.auth import ACT_AS_HEADER, PRINCIPAL_KEY, authenticate_header
 from search2o.api.errors import BODY_SETTING_KEY, error_response
-from search2o.errors import AuthenticationError, PayloadTooLargeError
+from search2o.errors import InputError, PayloadTooLargeError, Search2oError
 from search2o.runtime import Runtime
 
 __all__ = ["OPEN_PATHS", "BodyBound", "Ingress"]
@@ -95,17 +96,24 @@ class Ingress:
             await self.app(scope, receive, send)
             return
         if self.needs_caller(scope["path"]):
-            header = Headers(scope=scope).get("authorization")
+            headers = Headers(scope=scope)
             client = scope.get("client")
             peer = client[0] if client else None
             try:
-                principal = await run_in_threadpool(
-                    authenticate_header, self.runtime, header, peer
+                acting = headers.getlist(ACT_AS_HEADER)
+                if len(acting) > 1:  # which one would be meant is anyone's guess
+                    raise InputError(ACT_AS_HEADER, "must be sent once")
+                caller = await run_in_threadpool(
+                    authenticate_header,
+                    self.runtime,
+                    headers.get("authorization"),
+                    peer,
+                    acting[0] if acting else None,
                 )
-            except AuthenticationError as exc:
+            except Search2oError as exc:
                 await error_response(exc)(scope, receive, send)
                 return
-            scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
+            scope.setdefault("state", {})[PRINCIPAL_KEY] = caller
         bound = next(b for b in self.bounds if b.applies(scope))
         scope[BODY_SETTING_KEY] = bound.setting
         announced = Headers(scope=scope).get("content-length", "")

@@ -18,6 +18,7 @@ from search2o.cli import (
     retention,
     server,
     state,
+    surfaces,
     worker,
 )
 from search2o.cli.common import OneLineUsageErrors, set_global_options
@@ -70,6 +71,7 @@ app.add_typer(keys.keys_app, name="keys", rich_help_panel="Admin")
 app.add_typer(retention.retention_app, name="retention", rich_help_panel="Admin")
 app.add_typer(state.state_app, name="state", rich_help_panel="Admin")
 app.add_typer(worker.jobs_app, name="jobs", rich_help_panel="Admin")
+app.add_typer(surfaces.surfaces_app, name="surfaces", rich_help_panel="Admin")
 app.add_typer(memory.memory_app, name="memory", rich_help_panel="Chat")
 app.add_typer(agents.agents_app, name="agents", rich_help_panel="Agents")
 

@@ -1,4 +1,4 @@
-"""CLI commands for users and API tokens."""
+"""CLI commands for users, their link codes and API tokens."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.table import Table
 
 from search2o import accounts
 from search2o.cli.common import console, handle_errors, open_runtime, print_json, print_plain
+from search2o.surfaces.identity import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES, issue_link_code
 
 __all__ = ["tokens_app", "users_app"]
 
@@ -68,6 +69,35 @@ def users_list(
     console.print(table)
 
 
+@users_app.command("link-code")
+@handle_errors
+def users_link_code(
+    email: Annotated[str, typer.Argument(help="The user the code links an account to.")],
+    surface: Annotated[
+        str | None, typer.Option(help="Only on this surface (e.g. slack); default: any.")
+    ] = None,
+    minutes: Annotated[
+        int,
+        typer.Option(min=1, max=MAX_CODE_MINUTES, help="How long the code stays valid."),
+    ] = DEFAULT_CODE_MINUTES,
+) -> None:
+    """Print a one-time code that links an external account (Slack, Telegram ...) to a user.
+
+    The user types it where the surface asks for it. Only its hash is stored; minting another
+    drops the user's earlier unused code.
+    """
+    with open_runtime() as runtime, runtime.database.session() as session:
+        user = accounts.get_user(session, email)
+        issued = issue_link_code(session, user.id, surface=surface, minutes=minutes)
+    where = f"on {issued.surface}" if issued.surface else "on any surface"
+    console.print(
+        f"link code of {issued.email} {where}, valid until {issued.expires_at:%Y-%m-%d %H:%M} "
+        "UTC (shown once):",
+        highlight=False,
+    )
+    print_plain(issued.code)
+
+
 @tokens_app.command("issue")
 @handle_errors
 def tokens_issue(
@@ -85,7 +115,11 @@ def tokens_issue(
 def tokens_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List tokens by prefix (secrets are never stored); scope "local mode": token-mode refuses."""
+    """List tokens by prefix (secrets are never stored).
+
+    Scope "local mode": a token-mode server refuses it; "surface NAME": a surface's service
+    token, which acts only for accounts linked on that surface.
+    """
     with open_runtime() as runtime, runtime.database.session() as session:
         tokens = accounts.list_tokens(session)
     if as_json:
@@ -104,9 +138,15 @@ def tokens_list(
             f"{t.created_at:%Y-%m-%d %H:%M}",
             f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "",
             "revoked" if t.revoked else "active",
-            "local mode" if t.local_only else "",
+            _scope(t),
         )
     console.print(table)
+
+
+def _scope(token: accounts.TokenInfo) -> str:
+    if token.surface is not None:
+        return f"surface {token.surface}"
+    return "local mode" if token.local_only else ""
 
 
 @tokens_app.command("revoke")
@@ -117,4 +157,5 @@ def tokens_revoke(
     """Revoke a token; requests carrying it are refused from now on."""
     with open_runtime() as runtime, runtime.database.session() as session:
         info = accounts.revoke_token(session, token)
-    console.print(f"revoked {info.prefix} of {info.email}", highlight=False)
+    owner = info.email or f"the {info.surface} surface"
+    console.print(f"revoked {info.prefix} of {owner}", highlight=False)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from search2o.cli.common import console, handle_errors, open_runtime, printable
+from search2o.cli.common import console, handle_errors, open_runtime, print_json, printable
 from search2o.errors import InputError
 from search2o.jobs import JobInfo, find_job, find_jobs
 from search2o.jobs.kinds import open_job_queue
@@ -66,7 +65,7 @@ def jobs_list(
     with open_runtime() as runtime:
         found = find_jobs(runtime.database, state=state, kind=kind, limit=limit)
     if as_json:
-        typer.echo(json.dumps([_as_json(job) for job in found]))
+        print_json([_as_json(job) for job in found], indent=None)
         return
     table = Table(title=f"{len(found)} job(s)")
     for column in ("id", "kind", "state", "attempts", "created", "error"):
@@ -91,7 +90,7 @@ def jobs_show(
     """Print one job as JSON (state, attempts, progress, result or error, payload)."""
     with open_runtime() as runtime:
         job = find_job(runtime.database, job_id)
-    typer.echo(json.dumps(_as_json(job), ensure_ascii=False, indent=2))
+    print_json(_as_json(job))
 
 
 def _as_json(job: JobInfo) -> dict[str, object]:

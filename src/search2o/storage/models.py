@@ -16,6 +16,7 @@ import numpy as np
 from sqlalchemy import (
     JSON,
     Boolean,
+    CheckConstraint,
     DateTime,
     ForeignKey,
     Index,
@@ -148,13 +149,24 @@ class ApiToken(Base):
     """An API token, stored only as its SHA-256 hash; ``prefix`` identifies it to people.
 
     ``local_only`` marks a token printed by a local-mode ``search2o serve``: it authenticates
-    only on a server in ``auth_mode=local`` (migration 0009).
+    only on a server in ``auth_mode=local`` (migration 0009). A token has a user *or* a
+    ``surface`` (migration 0012): a surface's service token is no user and acts only for users
+    linked on its surface (:mod:`search2o.surfaces.identity`).
     """
 
     __tablename__ = "api_tokens"
+    __table_args__ = (
+        CheckConstraint(
+            "(user_id IS NULL AND surface IS NOT NULL) "
+            "OR (user_id IS NOT NULL AND surface IS NULL)",
+            name="ck_api_tokens_owner",
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
     name: Mapped[str] = mapped_column(String(100), default="")
     prefix: Mapped[str] = mapped_column(String(16))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
@@ -162,8 +174,9 @@ class ApiToken(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     local_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    surface: Mapped[str | None] = mapped_column(String(32))
 
-    user: Mapped[User] = relationship(back_populates="tokens")
+    user: Mapped[User | None] = relationship(back_populates="tokens")
 
 
 class Document(Base):
