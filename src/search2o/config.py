@@ -617,7 +617,10 @@ class ServeSettings(BaseModel):
     seconds to finish; answers still running then are stopped with what they wrote stored
     (``interrupted``, followable from any process), and its job consumer finishes or releases
     its jobs (``jobs.shutdown_timeout_s``). ``ready_timeout_s`` bounds each readiness check of
-    ``GET /v1/health/ready``.
+    ``GET /v1/health/ready``. ``worker_healthcheck_s`` is how long uvicorn's supervisor waits
+    for a worker process to answer its health check (uvicorn ``timeout_worker_healthcheck``)
+    before it kills and replaces it; a worker starting (imports, migrations check, the
+    embedding model) can take longer than uvicorn's 5 s default on a busy host.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -628,6 +631,9 @@ class ServeSettings(BaseModel):
     )
     ready_timeout_s: float = Field(
         default=2.0, gt=0, le=60, description="bound of each readiness check, in seconds"
+    )
+    worker_healthcheck_s: int = Field(
+        default=60, ge=5, le=600, description="--workers: seconds a worker may not answer"
     )
 
 

@@ -216,6 +216,7 @@ def _run(app: object, chosen: Settings, workers: int) -> None:
             factory=workers > 1,
             log_config=None,
             timeout_graceful_shutdown=chosen.serve.drain_s,
+            timeout_worker_healthcheck=chosen.serve.worker_healthcheck_s,
         )
     finally:
         if main:
