@@ -160,7 +160,7 @@ class _SlowHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if not request.get("stream"):
             whole = {

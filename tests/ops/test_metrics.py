@@ -150,7 +150,7 @@ def test_metrics_can_be_turned_off(settings: Settings, embedder: MemoEmbedder) -
 
 
 def test_a_short_metrics_token_is_refused() -> None:
-    with pytest.raises(ValidationError, match="metrics.token must be at least 16 characters"):
+    with pytest.raises(ValidationError, match=r"metrics\.token must be at least 16 characters"):
         MetricsSettings(token="short-token")
 
 

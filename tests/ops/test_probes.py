@@ -29,6 +29,7 @@ from search2o.runtime import Runtime
 from search2o.storage.db import Database
 from tests.api.test_api import serve
 from tests.conftest import MemoEmbedder, _pg_url
+from tests.ops.conftest import value
 
 pytestmark = pytest.mark.slow
 
@@ -190,21 +191,24 @@ def test_ready_turns_503_while_postgres_is_down_and_200_after(
 
     url = _pg_url(own_postgres, "postgres")
     chosen = Settings(data_dir=tmp_path / "data", database_url=url)
-    with Runtime(chosen, embedder=embedder) as rt:
-        with serve(create_app(chosen, runtime=rt)) as client:
-            assert client.get("/v1/health/ready").status_code == 200
-            pg_ctl(
-                ["-w", "-m", "fast", "stop"],
-                pgdata=own_postgres.pgdata,
-                user=own_postgres.system_user,
-                timeout=60,
-            )
-            started = time.monotonic()
-            down = client.get("/v1/health/ready")
-            asked_s = time.monotonic() - started
-            live = client.get("/v1/health")
-            own_postgres.ensure_postgres_running()
-            back = _poll(client, "/v1/health/ready", 200, within_s=30)
+    with (
+        Runtime(chosen, embedder=embedder) as rt,
+        serve(create_app(chosen, runtime=rt)) as client,
+    ):
+        assert client.get("/v1/health/ready").status_code == 200
+        pg_ctl(
+            ["-w", "-m", "fast", "stop"],
+            pgdata=own_postgres.pgdata,
+            user=own_postgres.system_user,
+            timeout=60,
+        )
+        started = time.monotonic()
+        down = client.get("/v1/health/ready")
+        asked_s = time.monotonic() - started
+        live = client.get("/v1/health")
+        scrape = client.get("/metrics")
+        own_postgres.ensure_postgres_running()
+        back = _poll(client, "/v1/health/ready", 200, within_s=30)
     assert down.status_code == 503, down.text
     body = down.json()
     assert body["status"] == "unavailable"
@@ -214,4 +218,6 @@ def test_ready_turns_503_while_postgres_is_down_and_200_after(
     assert asked_s < chosen.serve.ready_timeout_s + 5
     # Liveness asks nothing of the database: an outage does not get the process restarted.
     assert live.status_code == 200 and live.json()["database"] == "postgresql"
+    # A scrape still answers; the ledger's gauges say the database did not.
+    assert scrape.status_code == 200 and value(scrape.text, "search2o_jobs_ledger_up") == 0
     assert back.status_code == 200, back.text

@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+
 import httpx
 import pytest
 from sqlalchemy import select
@@ -140,9 +141,11 @@ def test_worker_processes_share_one_database_and_all_stop_on_sigterm(
     assert code == 0, output[-3000:]
     assert output.rstrip().endswith("search2o stopped")
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]  # every worker ended
-    with Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url)) as rt:
-        with rt.database.session() as session:
-            running = session.scalars(select(Job.id).where(Job.state == "running")).all()
+    with (
+        Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url)) as rt,
+        rt.database.session() as session,
+    ):
+        running = session.scalars(select(Job.id).where(Job.state == "running")).all()
     assert running == []  # every consumer finished or released its jobs
 
 
