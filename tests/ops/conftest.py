@@ -57,6 +57,10 @@ def free_port() -> int:
 def process_env(data_dir: Path, database_url: str, **extra: str) -> dict[str, str]:
     """The environment of a search2o process: this one's, less any ``SEARCH2O_*``, plus ours."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SEARCH2O_", "PROMETHEUS_"))}
+    if env.get("PYTHONPATH"):  # the sources under test, wherever the process starts
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(part).resolve()) for part in env["PYTHONPATH"].split(os.pathsep)
+        )
     env.update(
         SEARCH2O_DATA_DIR=str(data_dir),
         SEARCH2O_DATABASE_URL=database_url,

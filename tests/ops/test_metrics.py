@@ -172,3 +172,17 @@ def test_surfaces_report_acknowledgements_duplicates_and_429s(api: httpx.Client)
         with pytest.raises(ValueError, match="surface name"):
             surface_duplicate_dropped(bad)
     assert "T01" not in scrape(api)  # a refused name adds no series
+
+
+def test_requests_refused_before_routing_keep_their_route(token_api: httpx.Client) -> None:
+    before = scrape(token_api)
+    assert token_api.get("/v1/documents").status_code == 401
+    missing = "0123456789abcdef0123456789abcdef"
+    assert token_api.get(f"/v1/jobs/{missing}").status_code == 401
+    after = scrape(token_api)
+    for route in ("/v1/documents", "/v1/jobs/{job_id}"):
+        labels = {"method": "GET", "route": route, "status": "401"}
+        assert value(after, "search2o_http_requests_total", **labels) == (
+            value(before, "search2o_http_requests_total", **labels) + 1
+        ), route
+    assert missing not in after

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 
-from fastapi import FastAPI
-from starlette.routing import Match
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+from starlette.routing import compile_path
 from starlette.types import Scope
 
 from search2o.api.docs_pages import install_docs_pages
@@ -126,20 +127,24 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.state.ready_probe = probe
     app.state.head_revision = Database.head_revision()
     install_error_handlers(app)
-    for module in (
-        health,
-        search,
-        documents,
-        jobs,
-        chat,
-        runs,
-        conversations,
-        memories,
-        agents,
-        surfaces,
-        metrics,
-    ):
-        app.include_router(module.router)
+    routers = [
+        module.router
+        for module in (
+            health,
+            search,
+            documents,
+            jobs,
+            chat,
+            runs,
+            conversations,
+            memories,
+            agents,
+            surfaces,
+            metrics,
+        )
+    ]
+    for router in routers:
+        app.include_router(router)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
@@ -165,18 +170,30 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         metrics=process_metrics(),
         tracing=tracing,
         local_mode=settings.auth_mode == "local",
-        route_of=lambda scope: _route_template(app, scope),
+        route_of=_route_templates(routers),
     )
     return app
 
 
-def _route_template(app: FastAPI, scope: Scope) -> str | None:
-    """Return the path template of the route matching ``scope`` (requests refused early)."""
-    for route in app.router.routes:
-        match, _ = route.matches(scope)
-        if match is Match.FULL:
-            return getattr(route, "path", None)
-    return None
+def _route_templates(routers: list[APIRouter]) -> Callable[[Scope], str | None]:
+    """Return a lookup of the path template a request's path matches (``None``: no route).
+
+    For requests refused before routing (401, 413), which FastAPI never tagged. It reads the
+    routers' own routes (full paths, their prefix included) rather than the app's route list,
+    whose entries for included routers carry no path in recent FastAPI versions.
+    """
+    compiled = [
+        (compile_path(route.path)[0], route.path)
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute)
+    ]
+
+    def route_of(scope: Scope) -> str | None:
+        path = scope.get("path", "")
+        return next((template for regex, template in compiled if regex.match(path)), None)
+
+    return route_of
 
 
 API_DESCRIPTION = """Conversations with your company's knowledge and agents.
