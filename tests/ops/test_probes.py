@@ -207,6 +207,7 @@ def test_ready_turns_503_while_postgres_is_down_and_200_after(
         asked_s = time.monotonic() - started
         live = client.get("/v1/health")
         scrape = client.get("/metrics")
+        refused = client.get("/v1/documents")
         own_postgres.ensure_postgres_running()
         back = _poll(client, "/v1/health/ready", 200, within_s=30)
     assert down.status_code == 503, down.text
@@ -218,6 +219,9 @@ def test_ready_turns_503_while_postgres_is_down_and_200_after(
     assert asked_s < chosen.serve.ready_timeout_s + 5
     # Liveness asks nothing of the database: an outage does not get the process restarted.
     assert live.status_code == 200 and live.json()["database"] == "postgresql"
+    # A request that needs the database gets a clear 503 while it is down.
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["detail"]["error"] == "StorageError"
     # A scrape still answers; the ledger's gauges say the database did not.
     assert scrape.status_code == 200 and value(scrape.text, "search2o_jobs_ledger_up") == 0
     assert back.status_code == 200, back.text
