@@ -123,9 +123,11 @@ def test_a_chat_request_is_one_trace_that_continues_the_callers(
     assert attributes["http.response.status_code"] == 200
     assert _attributes(run)["search2o.answer_kind"] == "turn"
     assert len(_attributes(run)["search2o.run_id"]) >= 16
-    # A job's delivery is a span of its own with the job's id (a consumer span).
-    jobs = [s for s in receiver.spans if s.name == "job documents.ingest"]
-    assert jobs and len(_attributes(jobs[0])["search2o.job_id"]) == 32
+    # The upload's job is delivered in a consumer span of the upload request's trace.
+    (uploaded,) = by_name["POST /v1/documents"]
+    (job,) = [s for s in receiver.spans if s.name == "job documents.ingest"]
+    assert len(_attributes(job)["search2o.job_id"]) == 32
+    assert job.trace_id == uploaded.trace_id and job.parent_span_id == uploaded.span_id
     # Names, ids, routes and numbers only: the message never leaves in a span.
     assert all(CANARY.encode() not in body for body in receiver.bodies)
     assert all(auth["Authorization"][7:].encode() not in body for body in receiver.bodies)
