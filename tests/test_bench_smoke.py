@@ -62,6 +62,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ],
         "enqueue→start",
     ),
+    "web.py": (
+        ["--conversations", "200", "--list-requests", "5", "--browser-turns", "1"],
+        "first delta in the browser",
+    ),
 }
 
 

@@ -368,6 +368,7 @@ def test_demo_ingests_a_folder_and_holds_a_conversation(tmp_path: Path) -> None:
     assert "You're welcome!" in text_out
     assert text_out.count("search_knowledge:") == 1  # thanks did not search
     assert (data_dir / "search2o.db").is_file()
+    assert text_out.rstrip().endswith("open the Web App at http://localhost:8000/")
     listed = out(cli.ok("chat", input="/list\n"))  # the demo's conversation is kept
     assert "where can I leave my bicycle?" in listed
     missing = error_line(cli("demo", str(tmp_path / "nowhere")), 2)

@@ -30,19 +30,25 @@ from search2o.api.ingress import BodyBound, Ingress
 from search2o.api.openapi import install_openapi
 from search2o.api.readiness import ProbeThread
 from search2o.api.routers import (
+    admin_views,
     agents,
     chat,
+    conversation_pages,
     conversations,
     documents,
     health,
     jobs,
+    me,
     memories,
     metrics,
+    passages,
     runs,
     search,
     surfaces,
+    waiting,
 )
 from search2o.api.telemetry import Telemetry
+from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
 from search2o.logs import configure_logging
@@ -137,9 +143,14 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             chat,
             runs,
             conversations,
+            conversation_pages,
             memories,
             agents,
             surfaces,
+            me,
+            admin_views,
+            passages,
+            waiting,
             metrics,
         )
     ]
@@ -148,6 +159,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
+    # The Web App answers GET paths no route knows (/, /c/<id>, /assets/...).
+    app.add_middleware(WebApp, router=app.router)
     limits = settings.api
     app.add_middleware(
         Ingress,

@@ -263,9 +263,13 @@ def demo(
                 runtime.chat.run_sync(runtime.chat.prepare(principal, text, conversation))
             )
             conversation = last.get("conversation_id", conversation)
+        settings_ = runtime.settings
+        shown = "localhost" if settings_.host in ("127.0.0.1", "::1") else settings_.host
         console.print(
-            "\nContinue this conversation with `search2o chat`, or serve the API with "
-            "`search2o serve`."
+            "\nContinue this conversation with `search2o chat`, or run `search2o serve` and "
+            f"open the Web App at http://{shown}:{settings_.port}/",
+            soft_wrap=True,
+            highlight=False,
         )
 
 

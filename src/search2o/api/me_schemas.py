@@ -1,0 +1,98 @@
+"""Response bodies of the Web App's read-only endpoints.
+
+The caller, their conversation pages, and the admin views of users, feedback and settings.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from search2o.api.chat_schemas import ConversationPublic
+
+__all__ = [
+    "ConversationPagePublic",
+    "FeedbackItemPublic",
+    "FeedbackPublic",
+    "MePublic",
+    "PagedConversationPublic",
+    "ServerSettingsPublic",
+    "UserListPublic",
+    "UserPublic",
+]
+
+
+class MePublic(BaseModel):
+    """The caller: who they are, what they may do, and how long their conversations live."""
+
+    email: str
+    groups: list[str]
+    is_admin: bool
+    plan: str = Field(description="free or paid")
+    auth_mode: str = Field(description="local (single user) or token")
+    retention_days: int | None = Field(
+        description="days an unpinned conversation lives after its last use; null: forever"
+    )
+
+
+class PagedConversationPublic(ConversationPublic):
+    """A conversation of a page, with when it expires under retention."""
+
+    expires_at: datetime | None = Field(
+        description="when it expires unless used again; null: pinned or never expires"
+    )
+
+
+class ConversationPagePublic(BaseModel):
+    """One page of the caller's conversations: pinned first, then most recently used."""
+
+    conversations: list[PagedConversationPublic]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: end")
+
+
+class UserPublic(BaseModel):
+    """A user as an admin sees it (never a token)."""
+
+    email: str
+    groups: list[str]
+    is_admin: bool
+    plan: str
+    created_at: datetime
+
+
+class UserListPublic(BaseModel):
+    """Every user, ordered by email."""
+
+    users: list[UserPublic]
+
+
+class FeedbackItemPublic(BaseModel):
+    """One rated answer: who rated it, how, when, and whether its retrieval trace exists."""
+
+    message_id: str = Field(description="the answer; its trace is GET /v1/messages/{id}/trace")
+    conversation_id: str
+    user_email: str
+    rating: str = Field(description="up or down")
+    rated_at: datetime
+    searched: bool
+    agent: str | None
+    has_trace: bool
+
+
+class FeedbackPublic(BaseModel):
+    """Rated answers, most recently rated first."""
+
+    feedback: list[FeedbackItemPublic]
+
+
+class ServerSettingsPublic(BaseModel):
+    """The settings an admin may see (read-only; set them in the environment or TOML file)."""
+
+    auth_mode: str
+    database: str = Field(description="sqlite or postgresql")
+    chat_provider: str = Field(description="the active chat profile's provider")
+    chat_model: str | None
+    web_search: bool = Field(description="whether the web_search tool is on")
+    web_search_provider: str | None
+    retention_days: dict[str, int | None] = Field(description="per plan; null: never")

@@ -1,0 +1,87 @@
+"""A document uploaded with group `hr` in the admin page is never shown, cited or readable for
+a signed-in user outside `hr` — in the browser.
+
+Sign-in (session cookies) comes later, so each browser context here stands for one signed-in
+user by sending that user's API token on every request (``extra_http_headers``); the server
+runs in token mode, the way a shared install does. The app itself sends no token.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.api.test_api import add_user
+from tests.api.test_web_endpoints import HR_DOC
+from tests.conftest import MemoEmbedder
+from tests.web.conftest import Site, open_site, shot
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "What is the salary band of a staff engineer?"
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, embedder: MemoEmbedder) -> Iterator[Site]:
+    yield from open_site(tmp_path_factory.mktemp("shared"), embedder, auth_mode="token")
+
+
+def as_user(browser: Any, headers: dict[str, str]) -> Any:
+    return browser.new_context(extra_http_headers=headers).new_page()
+
+
+def ask(page: Any, text: str) -> Any:
+    from playwright.sync_api import expect
+
+    box = page.get_by_label("Message", exact=True)
+    box.fill(text)
+    box.press("Enter")
+    answer = page.locator("article.answer").last
+    expect(answer.get_by_role("button", name="Good answer")).to_be_visible(timeout=30_000)
+    return answer
+
+
+def test_hr_upload_is_invisible_outside_hr(browser: Any, shared: Site) -> None:
+    from playwright.sync_api import expect
+
+    admin = add_user(shared.runtime, "ann@example.com", admin=True)
+    carol = add_user(shared.runtime, "carol@example.com", ("hr",))
+    bob = add_user(shared.runtime, "bob@example.com", ("eng",))
+
+    page = as_user(browser, admin)
+    page.goto(shared.url + "/admin/documents")
+    page.get_by_label("Files (Markdown, text, HTML, PDF, DOCX)").set_input_files(
+        {"name": "bands.md", "mimeType": "text/markdown", "buffer": HR_DOC}
+    )
+    page.get_by_label(re.compile("^Groups that may read them")).fill("hr")
+    page.get_by_role("button", name="Upload").click()
+    expect(page.get_by_role("list", name="Upload results")).to_contain_text("added")
+    row = page.get_by_role("row", name=re.compile("Staff salary bands"))
+    expect(row).to_contain_text("group:hr")
+    shot(page, "access-admin-upload")
+    page.context.close()
+
+    # In hr: the answer cites the document.
+    page = as_user(browser, carol)
+    page.goto(shared.url + "/")
+    answer = ask(page, QUESTION)
+    expect(answer).to_contain_text("zorkmids")
+    expect(answer.get_by_role("button", name=re.compile("Staff salary bands"))).to_have_count(1)
+    page.context.close()
+
+    # Outside hr: not in the answer, not cited, not listed; no admin pages offered or served.
+    page = as_user(browser, bob)
+    page.goto(shared.url + "/")
+    expect(page.get_by_role("link", name="Memories")).to_be_visible()
+    expect(page.get_by_role("link", name="Admin")).to_have_count(0)
+    answer = ask(page, QUESTION)
+    expect(answer).not_to_contain_text("zorkmids")
+    expect(page.get_by_role("button", name=re.compile("Staff salary bands"))).to_have_count(0)
+    assert "Staff salary bands" not in page.content()
+    shot(page, "access-outsider-answer")
+    page.goto(shared.url + "/admin/documents")
+    expect(page.get_by_role("heading", name="Not available")).to_be_visible()
+    page.context.close()

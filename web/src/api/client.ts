@@ -1,0 +1,107 @@
+// The one way the app talks to the server: same-origin requests that always carry
+// `X-Search2o-Client: web` (the server's CSRF check will require it) and never a token.
+import type { components } from "./schema";
+
+export type Schemas = components["schemas"];
+
+export const CLIENT_HEADER = { "X-Search2o-Client": "web" } as const;
+
+/** An error answer of the API: its status and the `detail` body (field and reason on 422). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly detail: Partial<Schemas["ErrorDetail"]>;
+
+  constructor(status: number, detail: Partial<Schemas["ErrorDetail"]>) {
+    super(describe(status, detail));
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+function describe(status: number, detail: Partial<Schemas["ErrorDetail"]>): string {
+  if (detail.field && detail.reason) return `${detail.field}: ${detail.reason}`;
+  return detail.message ?? `the server answered ${status}`;
+}
+
+export interface RequestOptions {
+  method?: string;
+  json?: unknown;
+  body?: BodyInit;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** Send one request; return the raw response when it is a success, else throw ApiError. */
+export async function request(path: string, options: RequestOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...CLIENT_HEADER, ...options.headers };
+  let body = options.body;
+  if (options.json !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(options.json);
+  }
+  const response = await fetch(path, {
+    method: options.method ?? "GET",
+    headers,
+    body,
+    credentials: "same-origin",
+    signal: options.signal,
+  });
+  if (!response.ok) throw await errorOf(response);
+  return response;
+}
+
+export async function errorOf(response: Response): Promise<ApiError> {
+  let detail: Partial<Schemas["ErrorDetail"]> = {};
+  try {
+    const parsed = (await response.json()) as { detail?: unknown };
+    if (parsed && typeof parsed.detail === "object" && parsed.detail !== null) {
+      detail = parsed.detail as Partial<Schemas["ErrorDetail"]>;
+    }
+  } catch {
+    // not JSON: keep the status alone
+  }
+  return new ApiError(response.status, detail);
+}
+
+/** A JSON request: the parsed body (`undefined` for 204). */
+export async function api<T>(path: string, options: RequestOptions = {}): Promise<T> {
+  const response = await request(path, options);
+  if (response.status === 204) return undefined as T;
+  return (await response.json()) as T;
+}
+
+/**
+ * Upload a multipart form with progress (fetch reports no upload progress; XMLHttpRequest does).
+ * Resolves with the parsed JSON body; rejects with ApiError.
+ */
+export function upload<T>(
+  path: string,
+  form: FormData,
+  onProgress: (fraction: number) => void,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", path);
+    for (const [name, value] of Object.entries(CLIENT_HEADER)) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (event) => {
+      if (event.lengthComputable) onProgress(event.loaded / event.total);
+    };
+    xhr.onerror = () => reject(new ApiError(0, { message: "the upload failed: network error" }));
+    xhr.onload = () => {
+      let parsed: unknown = null;
+      try {
+        parsed = JSON.parse(xhr.responseText);
+      } catch {
+        parsed = null;
+      }
+      if (xhr.status >= 200 && xhr.status < 300) {
+        onProgress(1);
+        resolve(parsed as T);
+      } else {
+        const detail = (parsed as { detail?: Partial<Schemas["ErrorDetail"]> } | null)?.detail;
+        reject(new ApiError(xhr.status, detail ?? {}));
+      }
+    };
+    xhr.send(form);
+  });
+}

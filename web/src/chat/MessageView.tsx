@@ -1,0 +1,141 @@
+// One message: the user's text, or an answer with its citations, sources and actions.
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import { api, type Schemas } from "../api/client";
+import { keys, type Message } from "../api/queries";
+import { Icon } from "../ui/icons";
+import { AnswerMarkdown } from "./Markdown";
+import type { Citation } from "./run";
+
+export interface Shown {
+  id: string | null;
+  role: string;
+  text: string;
+  citations: Citation[];
+  status: string;
+  rating: string | null;
+  agent: string | null;
+  searched: boolean;
+  conversationId: string;
+}
+
+export function shownOf(message: Message): Shown {
+  return {
+    id: message.id,
+    role: message.role,
+    text: message.text,
+    citations: message.citations as unknown as Citation[],
+    status: message.status,
+    rating: message.rating,
+    agent: message.agent,
+    searched: message.searched,
+    conversationId: message.conversation_id,
+  };
+}
+
+/** Only citations the text refers to with a `[n]` marker are kept (an unresolved one never shows). */
+export function citedIn(text: string, citations: Citation[]): Citation[] {
+  const used = new Set([...text.matchAll(/\[(\d{1,3})\]/g)].map((m) => Number(m[1])));
+  return citations.filter((c) => used.has(c.number)).sort((a, b) => a.number - b.number);
+}
+
+export function withReferences(text: string, citations: Citation[]): string {
+  const cited = citedIn(text, citations);
+  if (!cited.length) return text;
+  const lines = cited.map((c) => {
+    const where = c.url ?? [c.source, ...(c.heading_path ?? [])].join(" › ");
+    return `[${c.number}] ${c.title} — ${where}`;
+  });
+  return `${text}\n\n${lines.join("\n")}`;
+}
+
+function Rating({ message }: { message: Shown }) {
+  const queryClient = useQueryClient();
+  const [rating, setRating] = useState(message.rating);
+  // The stored copy replaces the live answer and may arrive (or be read again) after a click:
+  // what the server holds wins once it is read.
+  useEffect(() => setRating(message.rating), [message.rating]);
+  const rate = useMutation({
+    mutationFn: (value: "up" | "down" | null) =>
+      api<Schemas["MessagePublic"]>(`/v1/messages/${message.id}/rating`, {
+        method: "PUT",
+        json: { rating: value },
+      }),
+    onSuccess: (saved) => {
+      setRating(saved.rating);
+      void queryClient.invalidateQueries({ queryKey: keys.conversation(message.conversationId) });
+    },
+  });
+  const toggle = (value: "up" | "down") => rate.mutate(rating === value ? null : value);
+  return (
+    <span className="rating" role="group" aria-label="Rate this answer">
+      <button type="button" className="icon" aria-pressed={rating === "up"} aria-label="Good answer" onClick={() => toggle("up")}>
+        <Icon name="up" filled={rating === "up"} />
+      </button>
+      <button type="button" className="icon" aria-pressed={rating === "down"} aria-label="Bad answer" onClick={() => toggle("down")}>
+        <Icon name="down" filled={rating === "down"} />
+      </button>
+      {rate.isError ? <span role="alert">{(rate.error as Error).message}</span> : null}
+    </span>
+  );
+}
+
+interface Props {
+  message: Shown;
+  live?: boolean;
+  waiting?: boolean;
+  onTrace?: (messageId: string) => void;
+}
+
+export function MessageView({ message, live, waiting, onTrace }: Props) {
+  const [copied, setCopied] = useState(false);
+  if (message.role === "user") {
+    return (
+      <article className="message user" aria-label="Your message">
+        <p dir="auto" className="plain">
+          {message.text}
+        </p>
+      </article>
+    );
+  }
+  const sources = citedIn(message.text, message.citations);
+  const copy = async () => {
+    await navigator.clipboard.writeText(withReferences(message.text, message.citations));
+    setCopied(true);
+  };
+  return (
+    <article className="message answer" aria-label={message.agent ? `Answer from ${message.agent}` : "Answer"}>
+      {message.agent ? <span className="badge">{message.agent}</span> : null}
+      <AnswerMarkdown text={message.text} citations={message.citations} />
+      {message.status === "interrupted" ? <p className="muted">Stopped before the end.</p> : null}
+      {message.status === "failed" ? <p className="muted">This answer failed before the end.</p> : null}
+      {waiting ? <p className="badge waiting">Waiting for your answer</p> : null}
+      {sources.length ? (
+        <details className="sources">
+          <summary>Sources ({sources.length})</summary>
+          <ol>
+            {sources.map((c) => (
+              <li key={c.number} value={c.number} dir="auto">
+                <strong>{c.title}</strong>
+                <span className="muted"> {c.url ?? [c.source, ...(c.heading_path ?? [])].join(" › ")}</span>
+              </li>
+            ))}
+          </ol>
+        </details>
+      ) : null}
+      {!live && message.id ? (
+        <footer className="actions">
+          <Rating message={message} />
+          <button type="button" className="link" onClick={() => void copy()}>
+            {copied ? "Copied" : "Copy with references"}
+          </button>
+          {message.searched && onTrace ? (
+            <button type="button" className="link" onClick={() => onTrace(message.id ?? "")}>
+              How this answer was found
+            </button>
+          ) : null}
+        </footer>
+      ) : null}
+    </article>
+  );
+}

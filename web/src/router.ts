@@ -1,0 +1,55 @@
+// A small router over the History API: the server answers index.html for every app path.
+import { useSyncExternalStore, type MouseEvent } from "react";
+
+const listeners = new Set<() => void>();
+
+function subscribe(listener: () => void): () => void {
+  listeners.add(listener);
+  window.addEventListener("popstate", listener);
+  return () => {
+    listeners.delete(listener);
+    window.removeEventListener("popstate", listener);
+  };
+}
+
+export function navigate(path: string, replace = false): void {
+  if (path === window.location.pathname) return;
+  if (replace) window.history.replaceState(null, "", path);
+  else window.history.pushState(null, "", path);
+  for (const listener of listeners) listener();
+}
+
+export function usePath(): string {
+  return useSyncExternalStore(subscribe, () => window.location.pathname);
+}
+
+/** A same-document link: a left click without modifier keys navigates without a reload. */
+export function onLinkClick(event: MouseEvent<HTMLAnchorElement>): void {
+  if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) {
+    return;
+  }
+  event.preventDefault();
+  navigate(event.currentTarget.getAttribute("href") ?? "/");
+}
+
+export type Route =
+  | { page: "chat"; conversationId: string | null }
+  | { page: "memories" }
+  | { page: "admin"; section: AdminSection }
+  | { page: "missing" };
+
+export const ADMIN_SECTIONS = ["documents", "agents", "users", "feedback", "settings"] as const;
+export type AdminSection = (typeof ADMIN_SECTIONS)[number];
+
+export function routeOf(path: string): Route {
+  if (path === "/" || path === "") return { page: "chat", conversationId: null };
+  const chat = /^\/c\/([0-9a-f]{32})$/.exec(path);
+  if (chat?.[1]) return { page: "chat", conversationId: chat[1] };
+  if (path === "/memories") return { page: "memories" };
+  const admin = /^\/admin\/([a-z]+)$/.exec(path);
+  const section = admin?.[1] as AdminSection | undefined;
+  if (section && (ADMIN_SECTIONS as readonly string[]).includes(section)) {
+    return { page: "admin", section };
+  }
+  return { page: "missing" };
+}
