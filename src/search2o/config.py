@@ -48,11 +48,14 @@ __all__ = [
     "KnowledgeSettings",
     "McpSettings",
     "MemorySettings",
+    "MetricsSettings",
     "ModelProfile",
     "RetentionSettings",
     "RunSettings",
+    "ServeSettings",
     "Settings",
     "StateSettings",
+    "TracingSettings",
     "WebSearchSettings",
     "load_settings",
 ]
@@ -698,6 +701,72 @@ class McpSettings(BaseModel):
         return value
 
 
+class ServeSettings(BaseModel):
+    """How ``search2o serve`` runs its HTTP processes (docs/deployment.md).
+
+    ``workers`` uvicorn worker processes share the listening socket; more than one needs
+    PostgreSQL (SQLite is one writer on one host). On SIGTERM a process stops accepting
+    connections and gives the responses in flight (event streams included) up to ``drain_s``
+    seconds to finish; answers still running then are stopped with what they wrote stored
+    (``interrupted``, followable from any process), and its job consumer finishes or releases
+    its jobs (``jobs.shutdown_timeout_s``). ``ready_timeout_s`` bounds each readiness check of
+    ``GET /v1/health/ready``. ``worker_healthcheck_s`` is how long uvicorn's supervisor waits
+    for a worker process to answer its health check (uvicorn ``timeout_worker_healthcheck``)
+    before it kills and replaces it; a worker starting (imports, migrations check, the
+    embedding model) can take longer than uvicorn's 5 s default on a busy host.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    workers: int = Field(default=1, ge=1, le=64, description="HTTP worker processes")
+    drain_s: int = Field(
+        default=30, ge=0, le=3600, description="on SIGTERM: seconds for responses in flight"
+    )
+    ready_timeout_s: float = Field(
+        default=2.0, gt=0, le=60, description="bound of each readiness check, in seconds"
+    )
+    worker_healthcheck_s: int = Field(
+        default=60, ge=5, le=600, description="--workers: seconds a worker may not answer"
+    )
+
+
+class MetricsSettings(BaseModel):
+    """The Prometheus endpoint ``GET /metrics`` (docs/operations.md, "Metrics").
+
+    ``enabled`` false: ``/metrics`` answers 404. With ``token`` set a scrape must send
+    ``Authorization: Bearer <token>`` (compared in constant time) from any address; without
+    it only loopback peers may scrape (:func:`~search2o.netpolicy.is_loopback_host`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=True, description="serve GET /metrics")
+    token: SecretStr | None = Field(
+        default=None, description="bearer token scrapers send; unset: loopback peers only"
+    )
+
+    @field_validator("token")
+    @classmethod
+    def _long_token(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value()) < 16:
+            raise ValueError("metrics.token must be at least 16 characters")
+        return token
+
+
+class TracingSettings(BaseModel):
+    """OpenTelemetry traces, off by default (the ``otel`` extra; docs/operations.md, "Traces").
+
+    With ``enabled`` the process exports spans over OTLP; where and how (endpoint, protocol,
+    headers, service name, sampler) come from the standard ``OTEL_*`` environment variables
+    (OpenTelemetry specification, "Environment Variable Specification" and "OTLP Exporter
+    Configuration"), e.g. ``OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=False, description="export spans over OTLP (OTEL_* env)")
+
+
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("search2o", appauthor=False))
 
@@ -743,6 +812,9 @@ class Settings(BaseSettings):
     runs: RunSettings = Field(default_factory=RunSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @classmethod
     def settings_customise_sources(

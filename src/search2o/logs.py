@@ -7,6 +7,11 @@ Log lines reach terminals: JSON lines escape every control character (``json.dum
 ASCII output), and plain-text lines go through :func:`search2o.terminal.printable`, so a file
 name or request path holding ``ESC`` sequences is logged inert. SQL parameters never reach a
 log: the database engines hide them (:mod:`search2o.storage.db`).
+
+JSON lines also carry the request, run and job ids bound where the line was logged
+(:mod:`search2o.observability.ids`). What a line must never carry: message text, queries,
+document text, tokens or keys; log ids and sizes instead (``tests/ops/test_logs.py`` checks
+it during a chat and a search).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import sys
 import time
 from typing import Any
 
+from search2o.observability.ids import current_ids
 from search2o.terminal import printable
 
 __all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
@@ -25,8 +31,9 @@ __all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
 class JsonFormatter(logging.Formatter):
     """Format a record as one JSON line: ``ts``, ``level``, ``logger``, ``event`` + its fields.
 
-    Fields come from ``extra={"fields": {...}}``; exceptions add ``error`` (type and message)
-    and ``traceback`` (the formatted stack, one string).
+    Fields come from ``extra={"fields": {...}}``, after the ids bound in the logging context
+    (``request_id``, ``run_id``, ``job_id``; a field of the same name wins); exceptions add
+    ``error`` (type and message) and ``traceback`` (the formatted stack, one string).
     """
 
     def format(self, record: logging.LogRecord) -> str:
@@ -37,6 +44,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "event": record.getMessage(),
+            **current_ids(),
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):

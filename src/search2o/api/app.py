@@ -1,29 +1,35 @@
 """The app factory: ``create_app(settings)`` builds a FastAPI app with its own runtime.
 
 Nothing is created at import time; the runtime (database, migrations) opens when the factory
-runs and closes with the app's lifespan, which also runs the retention sweeper
-(:mod:`search2o.query.retention`). Every request is logged as one structured line.
+runs and closes with the app's lifespan, which also runs this process's job consumer. Every
+request is logged as one structured line, counted and (with tracing on) traced by the
+outermost middleware (:mod:`search2o.api.telemetry`).
+
+``search2o serve --workers N`` runs the factory in each worker process with no arguments
+(``uvicorn search2o.api.app:create_app --factory``): settings then come from the environment,
+which the CLI sets from its options.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+from starlette.routing import compile_path
+from starlette.types import Scope
 
 from search2o.api.docs_pages import install_docs_pages
 from search2o.api.errors import install_error_handlers
 from search2o.api.headers import SecurityHeaders
 from search2o.api.ingress import BodyBound, Ingress
 from search2o.api.openapi import install_openapi
+from search2o.api.readiness import ProbeThread
 from search2o.api.routers import (
     admin_views,
     agents,
@@ -35,17 +41,23 @@ from search2o.api.routers import (
     jobs,
     me,
     memories,
+    metrics,
     passages,
     runs,
     search,
     surfaces,
     waiting,
 )
+from search2o.api.telemetry import Telemetry
 from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
 from search2o.logs import configure_logging
+from search2o.observability.jobs import instrument_queue
+from search2o.observability.metrics import process_metrics
+from search2o.observability.tracing import Tracing
 from search2o.runtime import Runtime
+from search2o.storage.db import Database
 
 if TYPE_CHECKING:
     from search2o.surfaces.mcp import McpEndpoint
@@ -66,7 +78,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     Raises:
         ConfigError: the settings are bad, or serve local single-user mode beyond loopback
             without ``insecure_local_mode`` (:meth:`Settings.local_mode_problem`); checked
-            here, before anything opens, so no ASGI server can skip it.
+            here, before anything opens, so no ASGI server can skip it; tracing is on without
+            the ``otel`` extra.
         StorageError: the database cannot be opened.
 
     """
@@ -75,8 +88,15 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     if problem is not None:
         raise ConfigError(problem)
     configure_logging(settings.log_level, settings.log_format)
+    tracing = Tracing.open(settings.tracing)
     owned = runtime is None
-    rt = runtime or Runtime(settings)
+    try:
+        rt = runtime or Runtime(settings)
+    except BaseException:
+        if tracing is not None:
+            tracing.close()
+        raise
+    probe = ProbeThread.create()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -91,13 +111,20 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         # and uploads run in this server's consumer threads, once across all processes.
         queue = rt.jobs
         if settings.jobs.server_workers > 0:
+            instrument_queue(queue, tracing)
             await asyncio.to_thread(queue.start_consumer)
         async with AsyncExitStack() as stack:
             if app.state.mcp is not None:  # its transport serves inside the lifespan
                 await stack.enter_async_context(app.state.mcp.running())
             yield
+        # SIGTERM: uvicorn has stopped accepting and given responses in flight serve.drain_s;
+        # now running jobs finish or are released, and answers still running store their
+        # partial text (followable from any process) before the database closes.
         await asyncio.to_thread(queue.stop_consumer)
-        await rt.chat.close()  # answers in flight store what they wrote
+        await rt.chat.close()
+        probe.close()
+        if tracing is not None:
+            tracing.close()
         if owned:
             rt.close()
 
@@ -110,25 +137,32 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         redoc_url=None,
     )
     app.state.runtime = rt
+    app.state.ready_probe = probe
+    app.state.head_revision = Database.head_revision()
     install_error_handlers(app)
-    for module in (
-        health,
-        search,
-        documents,
-        jobs,
-        chat,
-        runs,
-        conversations,
-        conversation_pages,
-        memories,
-        agents,
-        surfaces,
-        me,
-        admin_views,
-        passages,
-        waiting,
-    ):
-        app.include_router(module.router)
+    routers = [
+        module.router
+        for module in (
+            health,
+            search,
+            documents,
+            jobs,
+            chat,
+            runs,
+            conversations,
+            conversation_pages,
+            memories,
+            agents,
+            surfaces,
+            me,
+            admin_views,
+            passages,
+            waiting,
+            metrics,
+        )
+    ]
+    for router in routers:
+        app.include_router(router)
     app.state.mcp = _mount_mcp(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
@@ -152,46 +186,13 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     )
     app.add_middleware(SecurityHeaders)
 
-    @app.middleware("http")
-    async def log_requests(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        # A client's request id is kept only when it is short and printable.
-        given = request.headers.get("x-request-id", "")
-        request_id = (
-            given if given.isprintable() and 0 < len(given) <= 64 else uuid.uuid4().hex[:16]
-        )
-        try:
-            response = await call_next(request)
-        except Exception:
-            log.exception("unhandled error", extra={"fields": {"request_id": request_id}})
-            response = JSONResponse(
-                {
-                    "detail": {
-                        "error": "InternalError",
-                        "message": f"internal error; the server log has request {request_id}",
-                    }
-                },
-                status_code=500,
-            )
-        response.headers["x-request-id"] = request_id
-        if settings.auth_mode == "local":
-            response.headers["x-search2o-auth-mode"] = "local-single-user"
-        log.info(
-            "request",
-            extra={
-                "fields": {
-                    "request_id": request_id,
-                    "method": request.method,
-                    "path": request.url.path,
-                    "status": response.status_code,
-                    "ms": round((time.perf_counter() - started) * 1000, 1),
-                }
-            },
-        )
-        return response
-
+    app.add_middleware(
+        Telemetry,
+        metrics=process_metrics(),
+        tracing=tracing,
+        local_mode=settings.auth_mode == "local",
+        route_of=_route_templates(routers),
+    )
     return app
 
 
@@ -210,6 +211,27 @@ def _mount_mcp(app: FastAPI, runtime: Runtime) -> McpEndpoint | None:
     endpoint = McpEndpoint(runtime)
     app.router.routes.extend(endpoint.routes())
     return endpoint
+
+
+def _route_templates(routers: list[APIRouter]) -> Callable[[Scope], str | None]:
+    """Return a lookup of the path template a request's path matches (``None``: no route).
+
+    For requests refused before routing (401, 413), which FastAPI never tagged. It reads the
+    routers' own routes (full paths, their prefix included) rather than the app's route list,
+    whose entries for included routers carry no path in recent FastAPI versions.
+    """
+    compiled = [
+        (compile_path(route.path)[0], route.path)
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute)
+    ]
+
+    def route_of(scope: Scope) -> str | None:
+        path = scope.get("path", "")
+        return next((template for regex, template in compiled if regex.match(path)), None)
+
+    return route_of
 
 
 API_DESCRIPTION = """Conversations with your company's knowledge and agents.

@@ -1,9 +1,24 @@
-"""CLI commands that run things: ``serve``, ``demo`` and ``db``."""
+"""CLI commands that run things: ``serve``, ``demo`` and ``db``.
+
+``serve`` runs one HTTP process, or with ``--workers N`` (``serve.workers``) N uvicorn worker
+processes on one socket; each builds its app with the factory
+``search2o.api.app:create_app``, which reads its settings from the environment, so this
+command writes the options it was given there first (``SEARCH2O_HOST``, ``SEARCH2O_PORT``,
+``SEARCH2O_DATA_DIR``, ``SEARCH2O_DATABASE_URL``, ``SEARCH2O_INSECURE_LOCAL_MODE``). On SIGTERM
+(or Ctrl-C) every process drains (``serve.drain_s``, see :mod:`search2o.api.app`) and the
+command exits 0.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import socket
+import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -19,9 +34,12 @@ from search2o.accounts import (
 from search2o.cli.chat import print_turn
 from search2o.cli.common import console, err_console, handle_errors, open_runtime, settings
 from search2o.cli.knowledge import run_ingest
+from search2o.config import Settings
 from search2o.errors import InputError
 from search2o.knowledge.access import AccessList
 from search2o.netpolicy import is_loopback_host
+from search2o.observability.metrics import MULTIPROC_ENV
+from search2o.runtime import Runtime
 
 __all__ = ["db_app", "demo", "serve"]
 
@@ -50,6 +68,17 @@ def serve(
     port: Annotated[
         int | None, typer.Option(min=1, max=65535, help="TCP port (default 8000).")
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="HTTP worker processes, 1-64 (default serve.workers, 1); more than one needs "
+            "PostgreSQL. Env: SEARCH2O_SERVE__WORKERS.",
+            show_default=False,
+        ),
+    ] = None,
     insecure_local_mode: Annotated[
         bool,
         typer.Option(
@@ -62,25 +91,45 @@ def serve(
     """Run the HTTP API (OpenAPI docs at /docs); print its URL and, in local mode, a token.
 
     Local mode is refused beyond loopback (exit 2) unless --insecure-local-mode is given.
+    SIGTERM drains: responses in flight get serve.drain_s seconds, then the command exits 0.
     """
-    import uvicorn
-
-    from search2o.api.app import create_app
-
     chosen = settings(host=host, port=port, insecure_local_mode=insecure_local_mode or None)
     problem = chosen.local_mode_problem()
     if problem is not None:
         raise InputError("host", problem)
+    count = workers or chosen.serve.workers
+    if count > 1 and not chosen.resolved_database_url.startswith("postgresql"):
+        raise InputError(
+            "--workers",
+            f"{count} worker processes need PostgreSQL (SEARCH2O_DATABASE_URL="
+            "postgresql+psycopg://...); SQLite serves one process: use --workers 1",
+        )
     for path in ingest or []:
         if not path.exists():
             raise InputError("ingest", f"{path} does not exist")
     _check_port_free(chosen.host, chosen.port)
-    app = create_app(chosen)
-    runtime = app.state.runtime
+    if count == 1:
+        from search2o.api.app import create_app
+
+        app = create_app(chosen)
+        runtime = app.state.runtime
+        _prepare(runtime, chosen, ingest)
+        # Load the embedding model while the server starts, not on the first search.
+        threading.Thread(target=lambda: runtime.embedder.embed(["warm-up"]), daemon=True).start()
+        _run(app, chosen, 1)
+    else:
+        with Runtime(chosen) as runtime:  # migrations, ingestion and tokens, once
+            _prepare(runtime, chosen, ingest)
+        _export(chosen)
+        with _metrics_folder():
+            _run("search2o.api.app:create_app", chosen, count)
+    console.print("search2o stopped", soft_wrap=True)
+
+
+def _prepare(runtime: Runtime, chosen: Settings, ingest: list[Path] | None) -> None:
+    """Ingest what ``--ingest`` names; print the URL and what the auth mode means."""
     if ingest:
         run_ingest(runtime, list(ingest), AccessList())
-    # Load the embedding model while the server starts, not on the first search.
-    threading.Thread(target=lambda: runtime.embedder.embed(["warm-up"]), daemon=True).start()
     shown = "localhost" if chosen.host in ("127.0.0.1", "::1") else chosen.host
     console.print(f"search2o at http://{shown}:{chosen.port}  (API docs: /docs)", soft_wrap=True)
     if chosen.auth_mode == "local":
@@ -109,7 +158,69 @@ def serve(
             + (f"; {revoked} local-mode serve token(s) revoked" if revoked else ""),
             soft_wrap=True,
         )
-    uvicorn.run(app, host=chosen.host, port=chosen.port, log_config=None)
+
+
+def _export(chosen: Settings) -> None:
+    """Write what the worker processes' factory must see into this process's environment."""
+    os.environ.update(
+        {
+            "SEARCH2O_HOST": chosen.host,
+            "SEARCH2O_PORT": str(chosen.port),
+            "SEARCH2O_DATA_DIR": str(chosen.data_dir),
+            "SEARCH2O_DATABASE_URL": chosen.resolved_database_url,
+            "SEARCH2O_INSECURE_LOCAL_MODE": str(chosen.insecure_local_mode).lower(),
+        }
+    )
+
+
+@contextmanager
+def _metrics_folder() -> Iterator[None]:
+    """Give the worker processes a shared, empty Prometheus multiprocess folder.
+
+    prometheus-client's docs ("Multiprocess Mode") require it wiped between runs: one given in
+    ``PROMETHEUS_MULTIPROC_DIR`` is emptied of its ``*.db`` files, else a temporary one is made
+    and removed at the end.
+    """
+    given = os.environ.get(MULTIPROC_ENV)
+    if given:
+        for stale in Path(given).glob("*.db"):
+            stale.unlink()
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="search2o-metrics-")
+    os.environ[MULTIPROC_ENV] = folder
+    try:
+        yield
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(app: object, chosen: Settings, workers: int) -> None:
+    """Serve until SIGTERM or SIGINT, then return (exit 0) once every process has drained.
+
+    uvicorn re-raises the signal that stopped it once it has shut down (uvicorn ``Server
+    .capture_signals``), with the handlers that were there before it: a no-op handler here
+    lets the command end normally instead of dying of SIGTERM.
+    """
+    import uvicorn
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None) if main else None
+    try:
+        uvicorn.run(
+            app,  # type: ignore[arg-type]
+            host=chosen.host,
+            port=chosen.port,
+            workers=workers if workers > 1 else None,
+            factory=workers > 1,
+            log_config=None,
+            timeout_graceful_shutdown=chosen.serve.drain_s,
+            timeout_worker_healthcheck=chosen.serve.worker_healthcheck_s,
+        )
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -20,6 +20,7 @@ from search2o.errors import InputError, PermissionDeniedError
 from search2o.jobs.kinds import INGEST, ingest_dedupe_key
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.reading import read_document
+from search2o.observability.tracing import traceparent
 from search2o.storage.models import new_id
 from search2o.storage.upload_models import UploadPart
 
@@ -110,9 +111,16 @@ def upload_documents(
                     data=upload.file.read(limit + 1),  # one byte over: skipped as too large
                 )
             )
+    payload: dict[str, Any] = {
+        "upload": upload_id,
+        "groups": list(access.groups),
+        "users": list(access.users),
+    }
+    if (parent := traceparent()) is not None:  # the job's span joins this request's trace
+        payload["traceparent"] = parent
     job = runtime.jobs.enqueue(
         INGEST,
-        {"upload": upload_id, "groups": list(access.groups), "users": list(access.users)},
+        payload,
         dedupe_key=ingest_dedupe_key(upload_id),
         owner=user.user_id,
     )
