@@ -275,6 +275,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/documents/{document_id}/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Document Text
+         * @description Return a document's text as indexed (the URL MCP tools cite, docs/mcp.md).
+         *
+         *     Readable under the rules of search: a document the caller may not read answers 404
+         *     like a missing one, for admins too.
+         */
+        get: operations["read_document_text_v1_documents__document_id__text_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/feedback": {
         parameters: {
             query?: never;
@@ -304,9 +327,29 @@ export interface paths {
         };
         /**
          * Health
-         * @description Report that the server and its database answer.
+         * @description Report that the process answers: version, database backend and auth mode (no I/O).
          */
         get: operations["health_v1_health_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Ready
+         * @description Report whether this process should get traffic: database, migrations, jobs, threads.
+         */
+        get: operations["ready_v1_health_ready_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -916,6 +959,16 @@ export interface components {
             stream: boolean;
         };
         /**
+         * CheckPublic
+         * @description One readiness check: whether it passed and why (a sentence, no secrets).
+         */
+        CheckPublic: {
+            /** Detail */
+            detail: string;
+            /** Ok */
+            ok: boolean;
+        };
+        /**
          * CitationEvent
          * @description The source a ``[n]`` marker of the answer points to, sent on its first use.
          */
@@ -1083,6 +1136,32 @@ export interface components {
             source: string;
             /** Title */
             title: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /**
+         * DocumentTextPublic
+         * @description A document's text as indexed: its chunks in order, headings as Markdown headings.
+         */
+        DocumentTextPublic: {
+            /** Id */
+            id: number;
+            /** Media Type */
+            media_type: string;
+            /** Source */
+            source: string;
+            /** Text */
+            text: string;
+            /** Title */
+            title: string;
+            /**
+             * Truncated
+             * @description the text was cut at knowledge.max_extracted_chars
+             */
+            truncated: boolean;
             /**
              * Updated At
              * Format: date-time
@@ -1678,6 +1757,26 @@ export interface components {
         RatingRequest: {
             /** Rating */
             rating: ("up" | "down") | null;
+        };
+        /**
+         * ReadinessPublic
+         * @description ``ready`` (200) or ``unavailable`` (503), with every check; ``failed`` names the failed.
+         */
+        ReadinessPublic: {
+            /** Checks */
+            checks: {
+                [key: string]: components["schemas"]["CheckPublic"];
+            };
+            /**
+             * Failed
+             * @description the names of the checks that failed
+             */
+            failed: string[];
+            /**
+             * Status
+             * @description ready or unavailable
+             */
+            status: string;
         };
         /**
          * RunPublic
@@ -2958,6 +3057,65 @@ export interface operations {
             };
         };
     };
+    read_document_text_v1_documents__document_id__text_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a document id */
+                document_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentTextPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     feedback_v1_feedback_get: {
         parameters: {
             query?: {
@@ -3037,13 +3195,33 @@ export interface operations {
                     "application/json": components["schemas"]["HealthPublic"];
                 };
             };
-            /** @description the database or the key service is unavailable */
+        };
+    };
+    ready_v1_health_ready_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessPublic"];
+                };
+            };
+            /** @description not ready: `failed` names the checks that failed */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorBody"];
+                    "application/json": components["schemas"]["ReadinessPublic"];
                 };
             };
         };
