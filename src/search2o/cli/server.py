@@ -130,8 +130,7 @@ def _prepare(runtime: Runtime, chosen: Settings, ingest: list[Path] | None) -> N
     """Ingest what ``--ingest`` names; print the URL and what the auth mode means."""
     if ingest:
         run_ingest(runtime, list(ingest), AccessList())
-    shown = "localhost" if chosen.host in ("127.0.0.1", "::1") else chosen.host
-    console.print(f"search2o at http://{shown}:{chosen.port}  (API docs: /docs)", soft_wrap=True)
+    console.print(f"search2o at {_base_url(chosen)}  (API docs: /docs)", soft_wrap=True)
     if chosen.auth_mode == "local":
         with runtime.database.session() as session:
             token = local_mode_token(session, chosen.local_user_email)
@@ -223,6 +222,12 @@ def _run(app: object, chosen: Settings, workers: int) -> None:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _base_url(chosen: Settings) -> str:
+    """Return ``http://host:port`` of the server as a user types it (loopback as ``localhost``)."""
+    shown = "localhost" if chosen.host in ("127.0.0.1", "::1") else chosen.host
+    return f"http://{shown}:{chosen.port}"
+
+
 def _check_port_free(host: str, port: int) -> None:
     """Refuse to start when the address is taken, before printing a URL that would not work.
 
@@ -263,11 +268,9 @@ def demo(
                 runtime.chat.run_sync(runtime.chat.prepare(principal, text, conversation))
             )
             conversation = last.get("conversation_id", conversation)
-        settings_ = runtime.settings
-        shown = "localhost" if settings_.host in ("127.0.0.1", "::1") else settings_.host
         console.print(
             "\nContinue this conversation with `search2o chat`, or run `search2o serve` and "
-            f"open the Web App at http://{shown}:{settings_.port}/",
+            f"open the Web App at {_base_url(runtime.settings)}/",
             soft_wrap=True,
             highlight=False,
         )
