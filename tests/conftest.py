@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import shutil
+import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -35,6 +36,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 _LOGGERS = ("search2o", "search2o.api", "uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+def free_port() -> int:
+    """Return a TCP port free on loopback now (the OS picks it; another process may take it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(autouse=True)

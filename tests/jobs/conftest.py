@@ -12,7 +12,6 @@ import os
 import queue as stdlib_queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ import pytest
 from search2o.config import JobSettings
 from search2o.jobs import JobQueue, JobRegistry
 from search2o.storage.db import Database
+from tests.conftest import free_port
 from tests.jobs.kinds import build_registry, create_tables
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,12 +62,6 @@ def wait_until(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
         if time.monotonic() > deadline:
             pytest.fail(f"{what} did not happen within {timeout_s:g} s")
         time.sleep(0.02)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

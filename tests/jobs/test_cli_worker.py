@@ -13,7 +13,8 @@ import pytest
 from search2o.config import JobSettings
 from search2o.jobs import JobQueue, JobRegistry
 from search2o.storage.db import Database
-from tests.jobs.conftest import FAST, QueueEnv, WorkerProcess, free_port
+from tests.conftest import free_port
+from tests.jobs.conftest import FAST, QueueEnv, WorkerProcess
 from tests.test_cli import Cli, error_line, out
 
 CLI = [sys.executable, "-c", "from search2o.cli import main; main()"]

@@ -10,7 +10,7 @@ from search2o.config import JobSettings, load_settings
 from search2o.errors import ConfigError, StorageError
 from search2o.jobs import JobQueue
 from search2o.storage.db import Database
-from tests.jobs.conftest import free_port
+from tests.conftest import free_port
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -45,13 +44,6 @@ def streamed_chat(client: httpx.Client, message: str, **headers: str) -> list[st
 
 
 # --- real processes -------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """Return a TCP port free on loopback now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def process_env(data_dir: Path, database_url: str, **extra: str) -> dict[str, str]:

@@ -27,10 +27,10 @@ from search2o.storage.job_models import Job
 from search2o.storage.models import Conversation
 from search2o.storage.run_models import Run
 from tests.api.test_api import add_user
+from tests.conftest import free_port
 from tests.ops.conftest import (
     SlowModel,
     children,
-    free_port,
     process_env,
     samples,
     stop,

@@ -8,7 +8,6 @@ tokens, on the CPU, nothing downloaded. Skip locally with ``-m "not llamacpp"``;
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from search2o.api.app import create_app
 from search2o.config import ModelProfile
 from search2o.runtime import Runtime
 from tests.api.test_api import serve
+from tests.conftest import free_port
 from tests.query.doubles import PARKING, ingest, use_profile
 
 pytestmark = [pytest.mark.llamacpp, pytest.mark.slow]
@@ -40,9 +40,7 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     then gives the exit code and the end of the server's log. ``--interrupt_requests False``:
     a request that arrives while another is generating waits instead of cutting the first off.
     """
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF)]
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--seed", "7"]
     command += ["--interrupt_requests", "False"]
