@@ -122,6 +122,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         # partial text (followable from any process) before the database closes.
         await asyncio.to_thread(queue.stop_consumer)
         await rt.chat.close()
+        await rt.chat_models.aclose()  # the model clients of this loop, before it ends
         probe.close()
         if tracing is not None:
             tracing.close()

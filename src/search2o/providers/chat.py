@@ -183,6 +183,17 @@ class ChatModels:
             self._models[key] = build_chat_model(settings, self._embedder)
         return self._models[key]
 
+    async def aclose(self) -> None:
+        """Close what the models built so far opened on the running event loop (at its end).
+
+        A model with an ``aclose()`` coroutine (the OpenAI-compatible one: its HTTP client) is
+        asked to close; the others hold nothing tied to a loop.
+        """
+        for model in list(self._models.values()):
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
+
 
 def build_chat_model(settings: ChatSettings, embedder: Embedder) -> ChatModel:
     """Build the model of the active profile (``chat.profile``).

@@ -122,6 +122,16 @@ class OpenAIChatModel:
             self._clients[loop] = client
         return client
 
+    async def aclose(self) -> None:
+        """Close the running event loop's client and its connection pool, if one was made.
+
+        Called before that loop ends (the API's shutdown): a pool left open holds sockets the
+        loop can no longer close.
+        """
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
     def _request(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self._profile.model,
