@@ -114,6 +114,8 @@ def test_a_data_dir_that_cannot_be_created_is_a_config_error(tmp_path: Path) -> 
         ("SEARCH2O_AUTH_MOD", "token", "SEARCH2O_AUTH_MODE"),
         ("search2o_auth_mod", "token", "SEARCH2O_AUTH_MODE"),
         ("SEARCH2O_CHAT__SEARCH_KK", "3", "SEARCH2O_CHAT__SEARCH_K"),
+        # a delimiter too many: parsed as the nested, unknown chat.search
+        ("SEARCH2O_CHAT__SEARCH__K", "3", "SEARCH2O_CHAT__SEARCH_K"),
         ("SEARCH2O_KNOWLEDGE__CHUNK_TOKEN", "300", "SEARCH2O_KNOWLEDGE__CHUNK_TOKENS"),
         ("SEARCH2O_CHAT__WEB_SEARCH__PROVIDR", "searxng", "SEARCH2O_CHAT__WEB_SEARCH__PROVIDER"),
         (

@@ -914,8 +914,12 @@ def _describe(error: Any, toml_path: Path | None) -> str:
     loc = tuple(str(p) for p in error["loc"])
     if error["type"] == "extra_forbidden":
         env = _PREFIX + _DELIMITER.join(loc).upper()
-        if env in {name.upper() for name in os.environ}:
-            return _unknown_variable(env)
+        # SEARCH2O_CHAT__SEARCH__K arrives as the unknown field chat.search (holding k): name
+        # the variable the user wrote, not the nested key pydantic-settings built from it.
+        for name in sorted(os.environ):
+            upper = name.upper()
+            if upper == env or upper.startswith(env + _DELIMITER):
+                return _unknown_variable(name)
         # Not in the environment: from the TOML file (or a keyword argument).
         section, key = ".".join(loc[:-1]), loc[-1]
         origin = f" in [{section}]" if section else ""

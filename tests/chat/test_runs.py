@@ -107,8 +107,9 @@ def test_another_user_gets_404_for_a_run_on_every_endpoint(two_users: tuple) -> 
             == (missing.json()["detail"]["message"])
         )
     assert client.get(f"/v1/runs/{run_id}", headers=ann).status_code == 200
-    bad = client.get(f"/v1/runs/{run_id}/events", headers={**ann, "Last-Event-ID": "x1"})
-    assert bad.status_code == 422 and bad.json()["detail"]["field"] == "Last-Event-ID"
+    for value in ("x1", "9" * 23, "1" * 300):  # not a number; too large; far too long
+        bad = client.get(f"/v1/runs/{run_id}/events", headers={**ann, "Last-Event-ID": value})
+        assert bad.status_code == 422 and bad.json()["detail"]["field"] == "Last-Event-ID"
 
 
 def test_a_stop_interrupts_the_answer_and_keeps_what_was_written(

@@ -1,8 +1,11 @@
 """Strict JSON request bodies: the one parser every JSON route uses.
 
 RFC 8259 is the rule: a body is UTF-8 (section 8.1), holds no ``NaN``/``Infinity`` (not JSON
-values, section 6) and is parsed to a bounded depth (section 9 lets a parser limit nesting);
-Python's limit on the digits of an int (4300, ``sys.get_int_max_str_digits``) bounds numbers.
+values, section 6), repeats no name within an object (section 4 leaves the outcome of a
+duplicate to the parser; I-JSON, RFC 7493 section 2.3, forbids it, and a body whose meaning
+depends on which copy wins is refused) and is parsed to a bounded depth (section 9 lets a
+parser limit nesting); Python's limit on the digits of an int (4300,
+``sys.get_int_max_str_digits``) bounds numbers.
 Every refusal is a :class:`json.JSONDecodeError`, which FastAPI turns into a request validation
 error (``type: json_invalid``) that :mod:`search2o.api.errors` answers as 422 naming ``body``
 and the reason — never a 400 or a 500.
@@ -27,6 +30,16 @@ DEFAULT_MAX_DEPTH = 64
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value (RFC 8259, section 6)")
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in obj:
+            shown = name if len(name) <= 40 else name[:40] + "…"
+            raise ValueError(f"duplicate name {shown!r} in an object (RFC 7493, section 2.3)")
+        obj[name] = value
+    return obj
 
 
 def json_depth(value: Any, stop_above: int) -> int:
@@ -64,8 +77,9 @@ def parse_json_body(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
         The parsed value.
 
     Raises:
-        json.JSONDecodeError: not UTF-8, not JSON, ``NaN``/``Infinity``, a number with more than
-            4300 digits, or nested deeper than ``max_depth``; ``msg`` says which.
+        json.JSONDecodeError: not UTF-8, not JSON, ``NaN``/``Infinity``, a name repeated within
+            an object, a number with more than 4300 digits, or nested deeper than
+            ``max_depth``; ``msg`` says which.
 
     """
     try:
@@ -73,7 +87,9 @@ def parse_json_body(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     except UnicodeDecodeError as exc:
         raise json.JSONDecodeError(f"not UTF-8 (byte {exc.start})", "", 0) from None
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(
+            text, parse_constant=_refuse_constant, object_pairs_hook=_unique_object
+        )
     except json.JSONDecodeError:
         raise
     except RecursionError:

@@ -87,7 +87,9 @@ async def run_events(
     user: CurrentUser,
     runtime: RuntimeDep,
     last_event_id: Annotated[
-        str | None, Header(max_length=20, description="the id of the last event received")
+        # No max_length here: _after refuses a long value naming the header as it is spelt
+        # (FastAPI's own check would name the lower-case alias); the server bounds headers.
+        str | None, Header(description="the id of the last event received")
     ] = None,
     after: Annotated[
         int | None, Query(ge=0, le=INT32_MAX, description="replay events after this number")
