@@ -24,6 +24,7 @@ from search2o.state.conformance import (
     StoreFactory,
     run_checks,
 )
+from tests.conftest import free_port
 from tests.state.conftest import add_user, new_conversation
 from tests.state.hook_server import HookServer, serve_hook
 
@@ -105,6 +106,28 @@ def test_cli_exits_1_when_a_check_fails_and_can_print_json() -> None:
     rows = {r["name"]: r for r in json.loads(result.output)}
     assert rows["check_round_trip"]["passed"] is True
     assert rows["check_concurrent_saves_one_wins"]["passed"] is False
+
+
+def test_cli_says_once_that_an_unreachable_hook_cannot_be_reached() -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    result = CliRunner().invoke(
+        app, ["state", "conformance", "--url", url, "--secret", secrets.token_hex(16)]
+    )
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot reach the hook at {url}: ")
+    assert "FAIL" not in result.output
+
+
+@pytest.mark.parametrize("secret", ["", "s" * 15])
+def test_cli_refuses_a_secret_shorter_than_the_server_accepts(secret: str) -> None:
+    with serve_hook() as server:
+        result = CliRunner().invoke(
+            app, ["state", "conformance", "--url", server.url, "--secret", secret]
+        )
+    assert result.exit_code == 2
+    assert "--secret" in result.output and "at least 16 characters" in result.output
+    assert "PASS" not in result.output and "FAIL" not in result.output  # no check ran
 
 
 def test_cli_refuses_a_url_that_is_not_http() -> None:

@@ -10,7 +10,15 @@ from rich.table import Table
 
 from search2o.cli.common import console, handle_errors, print_json
 from search2o.errors import InputError
-from search2o.state.conformance import http_hook_target, run_checks, run_http_checks
+from search2o.state.conformance import (
+    http_hook_target,
+    reach_hook,
+    run_checks,
+    run_http_checks,
+)
+
+# The server refuses a shorter state.hook_secret (config.StateSettings): check what it would run.
+MIN_SECRET_CHARS = 16
 
 __all__ = ["state_app"]
 
@@ -42,12 +50,18 @@ def conformance(
 ) -> None:
     """Run the state store conformance suite against an HTTP state hook.
 
-    Uses fresh random conversations of made-up users; exit code 1 when a check fails.
+    Uses fresh random conversations of made-up users; exit code 1 when a check fails or the
+    hook cannot be reached (one line), 2 for a bad option.
     """
     if not url.startswith(("http://", "https://")):
         raise InputError("--url", f"{url!r} must start with http:// or https://")
-    if not secret:
-        raise InputError("--secret", "must not be empty")
+    if len(secret) < MIN_SECRET_CHARS:
+        raise InputError(
+            "--secret",
+            f"must be at least {MIN_SECRET_CHARS} characters (the server refuses a shorter "
+            "state.hook_secret)",
+        )
+    reach_hook(url, timeout)
     results = run_checks(http_hook_target(url, secret, timeout))
     results += run_http_checks(url, secret, timeout)
     if as_json:

@@ -37,7 +37,7 @@ from typing import Any
 import httpx
 
 from search2o.accounts import Principal
-from search2o.errors import ConflictError, InputError, NotFoundError
+from search2o.errors import ConflictError, InputError, NotFoundError, ProviderError
 from search2o.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, signed_headers
 from search2o.state.hooks import HookStateStore, HttpStateHook
 from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges, apply
@@ -66,6 +66,7 @@ __all__ = [
     "check_stale_version_is_a_conflict",
     "check_values_that_are_not_json_are_refused",
     "http_hook_target",
+    "reach_hook",
     "run_checks",
     "run_http_checks",
     "sample_changes",
@@ -629,6 +630,28 @@ def _raw_post(
         return client.post(
             target, content=body, headers={"Content-Type": "application/json", **headers}
         )
+
+
+def reach_hook(url: str, timeout_s: float = 10.0) -> None:
+    """Check that the hook at ``url`` answers HTTP at all, before the suite runs.
+
+    One unsigned ``POST URL/restore`` with an empty object: any HTTP status (a hook must refuse
+    it) means the hook is reachable; only a failure below HTTP (refused connection, unknown
+    host, TLS failure, timeout) is a problem, reported once instead of once per check.
+
+    Raises:
+        ProviderError: ``cannot reach the hook at URL: <reason>``.
+
+    """
+    try:
+        _raw_post(url, "/restore", b"{}", {}, timeout_s)
+    except httpx.TimeoutException:
+        raise ProviderError(
+            f"cannot reach the hook at {url}: no answer within {timeout_s:g} s"
+        ) from None
+    except httpx.TransportError as exc:
+        reason = str(exc).strip() or type(exc).__name__
+        raise ProviderError(f"cannot reach the hook at {url}: {reason}") from None
 
 
 def _path(url: str, suffix: str) -> str:
