@@ -1,10 +1,36 @@
-// The one way the app talks to the server: same-origin requests that always carry
-// `X-Search2o-Client: web` (the server's CSRF check will require it) and never a token.
+// The one way the app talks to the server. The Web App: same-origin requests that always carry
+// `X-Search2o-Client: web` (the server's CSRF check will require it) and never a token. The
+// browser extension configures the same wrapper once (`configureClient`) with the server's
+// address and its device token, sent as `Authorization: Bearer` (RFC 6750, 2.1), no cookies.
 import type { components } from "./schema";
 
 export type Schemas = components["schemas"];
 
-export const CLIENT_HEADER = { "X-Search2o-Client": "web" } as const;
+/** Where requests go and who sends them. */
+export interface Transport {
+  /** The server's origin, e.g. `https://search2o.example.com`; "" for the page's own origin. */
+  baseUrl: string;
+  /** The `X-Search2o-Client` value: `web` or `extension`. */
+  client: string;
+  /** A bearer token, or null (the Web App sends none). */
+  token: string | null;
+  /** Called when the server answers 401 (a revoked or unknown token: signed out). */
+  onUnauthorized: (() => void) | null;
+}
+
+let transport: Transport = { baseUrl: "", client: "web", token: null, onUnauthorized: null };
+
+/** Change where and how requests are sent (the extension, after reading its options). */
+export function configureClient(next: Partial<Transport>): void {
+  transport = { ...transport, ...next };
+}
+
+/** The headers every request carries. */
+export function clientHeaders(): Record<string, string> {
+  const headers: Record<string, string> = { "X-Search2o-Client": transport.client };
+  if (transport.token) headers.Authorization = `Bearer ${transport.token}`;
+  return headers;
+}
 
 /** An error answer of the API: its status and the `detail` body (field and reason on 422). */
 export class ApiError extends Error {
@@ -33,19 +59,21 @@ export interface RequestOptions {
 
 /** Send one request; return the raw response when it is a success, else throw ApiError. */
 export async function request(path: string, options: RequestOptions = {}): Promise<Response> {
-  const headers: Record<string, string> = { ...CLIENT_HEADER, ...options.headers };
+  const headers: Record<string, string> = { ...clientHeaders(), ...options.headers };
   let body = options.body;
   if (options.json !== undefined) {
     headers["Content-Type"] = "application/json";
     body = JSON.stringify(options.json);
   }
-  const response = await fetch(path, {
+  const response = await fetch(transport.baseUrl + path, {
     method: options.method ?? "GET",
     headers,
     body,
-    credentials: "same-origin",
+    // Another origin (the extension's server) gets the token only, never a cookie.
+    credentials: transport.baseUrl ? "omit" : "same-origin",
     signal: options.signal,
   });
+  if (response.status === 401) transport.onUnauthorized?.();
   if (!response.ok) throw await errorOf(response);
   return response;
 }
@@ -81,8 +109,8 @@ export function upload<T>(
 ): Promise<T> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
-    xhr.open("POST", path);
-    for (const [name, value] of Object.entries(CLIENT_HEADER)) xhr.setRequestHeader(name, value);
+    xhr.open("POST", transport.baseUrl + path);
+    for (const [name, value] of Object.entries(clientHeaders())) xhr.setRequestHeader(name, value);
     xhr.upload.onprogress = (event) => {
       if (event.lengthComputable) onProgress(event.loaded / event.total);
     };
