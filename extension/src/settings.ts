@@ -10,8 +10,6 @@ export interface Stored {
   tokenId: number | null;
 }
 
-const EMPTY: Stored = { server: null, token: null, tokenId: null };
-
 export async function readStored(): Promise<Stored> {
   const found = await chrome.storage.local.get(["server", "token", "tokenId"]);
   return {
@@ -28,8 +26,6 @@ export async function writeStored(values: Partial<Stored>): Promise<void> {
 export async function forgetToken(): Promise<void> {
   await chrome.storage.local.remove(["token", "tokenId"]);
 }
-
-export { EMPTY };
 
 /**
  * The origin of a server address as typed, or an error sentence.
