@@ -2,19 +2,16 @@
 // moment it is set) and sign-in with a device token the user can revoke.
 import { StrictMode, useEffect, useState, type FormEvent } from "react";
 import { createRoot } from "react-dom/client";
-import { api, ApiError, configureClient, type Schemas } from "@web/api/client";
+import { api, ApiError, type Schemas } from "@web/api/client";
 import "@web/styles.css";
 import "./extension.css";
+import { connect } from "./connect";
 import { forgetToken, originOf, patternOf, readStored, writeStored, type Stored } from "./settings";
 
 const TOKEN_NAME = "browser extension";
 
-function use(server: string, token: string | null): void {
-  configureClient({ baseUrl: server, token, client: "extension", onUnauthorized: null });
-}
-
 async function whoAmI(server: string, token: string | null): Promise<string | null> {
-  use(server, token);
+  connect(server, token);
   try {
     return (await api<Schemas["MePublic"]>("/v1/me")).email;
   } catch (error) {
@@ -86,7 +83,7 @@ function Options() {
 
   const createToken = async () => {
     if (!stored?.server) return;
-    use(stored.server, stored.token);
+    connect(stored.server, stored.token);
     try {
       const created = await api<Schemas["OwnTokenCreated"]>("/v1/me/tokens", {
         method: "POST",
@@ -102,7 +99,7 @@ function Options() {
 
   const signOut = async () => {
     if (stored?.server && stored.token && stored.tokenId !== null) {
-      use(stored.server, stored.token);
+      connect(stored.server, stored.token);
       await api(`/v1/me/tokens/${stored.tokenId}`, { method: "DELETE" }).catch(() => undefined);
     }
     await forgetToken();

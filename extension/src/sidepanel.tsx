@@ -3,11 +3,11 @@
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode, useEffect, useMemo, useState } from "react";
 import { createRoot } from "react-dom/client";
-import { configureClient } from "@web/api/client";
 import { RunProvider } from "@web/chat/run";
 import { routeInFragment } from "@web/router";
 import "@web/styles.css";
 import "./extension.css";
+import { connect } from "./connect";
 import { Panel } from "./Panel";
 import { readStored, type Stored } from "./settings";
 
@@ -55,12 +55,7 @@ function App() {
   if (!stored.server) {
     return <Notice title="Set up search2o" text="Set your search2o server's address in the options." />;
   }
-  configureClient({
-    baseUrl: stored.server,
-    token: stored.token,
-    client: "extension",
-    onUnauthorized: () => setSignedOut(true),
-  });
+  connect(stored.server, stored.token, () => setSignedOut(true));
   if (signedOut) {
     return (
       <Notice
