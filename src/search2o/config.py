@@ -253,6 +253,12 @@ class ChatSettings(BaseModel):
     )
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
     max_message_chars: int = Field(default=8000, ge=1, le=200_000)
+    max_page_chars: int = Field(
+        default=20_000,
+        ge=1,
+        le=200_000,
+        description="longest page text sent with a question (POST /v1/chat `page.text`)",
+    )
     history_messages: int = Field(
         default=20,
         ge=0,

@@ -1,7 +1,15 @@
 // A small router over the History API: the server answers index.html for every app path.
+// The browser extension's pages are files (`sidepanel.html`), so there the app path lives in
+// the URL's fragment instead (`sidepanel.html#/c/<id>`): `routeInFragment()` switches once.
 import { useSyncExternalStore, type MouseEvent } from "react";
 
 const listeners = new Set<() => void>();
+let inHash = false;
+
+/** Keep the app path in the fragment (`#/c/<id>`) instead of the path. */
+export function routeInFragment(): void {
+  inHash = true;
+}
 
 function subscribe(listener: () => void): () => void {
   listeners.add(listener);
@@ -12,15 +20,22 @@ function subscribe(listener: () => void): () => void {
   };
 }
 
+/** The app path: `/`, `/c/<id>`, ... */
+export function currentPath(): string {
+  if (!inHash) return window.location.pathname;
+  return window.location.hash.startsWith("#/") ? window.location.hash.slice(1) : "/";
+}
+
 export function navigate(path: string, replace = false): void {
-  if (path === window.location.pathname) return;
-  if (replace) window.history.replaceState(null, "", path);
-  else window.history.pushState(null, "", path);
+  if (path === currentPath()) return;
+  const target = inHash ? `${window.location.pathname}${window.location.search}#${path}` : path;
+  if (replace) window.history.replaceState(null, "", target);
+  else window.history.pushState(null, "", target);
   for (const listener of listeners) listener();
 }
 
 export function usePath(): string {
-  return useSyncExternalStore(subscribe, () => window.location.pathname);
+  return useSyncExternalStore(subscribe, currentPath);
 }
 
 /** A same-document link: a left click without modifier keys navigates without a reload. */

@@ -16,8 +16,34 @@ __all__ = [
     "ConversationPatch",
     "ConversationPublic",
     "MessagePublic",
+    "PageContext",
     "RatingRequest",
 ]
+
+
+class PageContext(BaseModel):
+    """The page the user is reading, sent as context for the question (untrusted data).
+
+    The model reads its text as one numbered source, labelled as data and never as
+    instructions; citing it gives a citation with ``source: "this page"``, the page's title and
+    URL. The page grants no access: ``search_knowledge`` still reads only what the caller may.
+    The text is kept only inside the conversation's sealed user message.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: StrictStr | None = Field(
+        default=None,
+        max_length=8000,
+        description="the page's address: http:// or https:// with a host (shown as the link)",
+    )
+    title: StrictStr | None = Field(
+        default=None, max_length=500, description="the page's title (shown on the citation)"
+    )
+    text: StrictStr = text_field(
+        "the page's readable text, as the user saw and edited it; not empty, at most "
+        "chat.max_page_chars characters; cut to the model's window when longer"
+    )
 
 
 class ChatRequest(BaseModel):
@@ -41,6 +67,10 @@ class ChatRequest(BaseModel):
     )
     inputs: dict[str, Any] | None = Field(
         default=None, description="the agent's inputs (only with `agent`)"
+    )
+    page: PageContext | None = Field(
+        default=None,
+        description="the page the user is reading, as context for a chat turn (not an agent)",
     )
     stream: StrictBool = Field(
         default=True,

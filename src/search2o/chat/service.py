@@ -38,12 +38,16 @@ from search2o.chat.runs import LiveRuns, RunInfo, RunStore
 from search2o.config import Settings
 from search2o.errors import InputError
 from search2o.events import ConversationEvent, DoneEvent, ErrorEvent, Event, error_event
+from search2o.query.page import check_page
 from search2o.query.turn import PreparedTurn, TurnEngine
 from search2o.textrules import check_text
 
 __all__ = ["ChatService", "PreparedAnswer"]
 
 log = logging.getLogger("search2o.chat")
+
+PageInput = tuple[str | None, str | None, str]
+"""A page as received: ``(url, title, text)``, validated by :func:`check_page`."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,12 @@ class ChatService:
         conversation_id: str | None = None,
         agent: str | None = None,
         inputs: dict[str, Any] | None = None,
+        page: PageInput | None = None,
     ) -> PreparedAnswer:
         """Validate a message and decide what answers it, writing nothing.
+
+        ``page`` is the page the user reads, ``(url, title, text)``, sent as one untrusted
+        source with a chat turn (:mod:`search2o.query.page`); an agent run takes none.
 
         An agent answers when ``agent`` is named, when the conversation has an agent's run
         waiting on ``ask`` (the message is its answer; a deleted agent's question is moot and a
@@ -116,7 +124,8 @@ class ChatService:
 
         Raises:
             InputError: the message is empty, too long, holds a NUL or a lone surrogate
-                (``message``); ``inputs`` without an agent; bad inputs.
+                (``message``); ``inputs`` without an agent; bad inputs; a bad ``page`` field
+                (``page.url``, ``page.title``, ``page.text``), or a page for an agent.
             NotFoundError: the conversation is missing or another user's; no such agent.
 
         """
@@ -125,6 +134,11 @@ class ChatService:
             "message",
             max_chars=self._settings.chat.max_message_chars,
             setting="chat.max_message_chars",
+        )
+        checked = (
+            check_page(*page, max_chars=self._settings.chat.max_page_chars)
+            if page is not None
+            else None
         )
         if agent is None and conversation_id is not None:
             runner = self._runner()
@@ -140,8 +154,12 @@ class ChatService:
         if agent is None:
             if inputs is not None:
                 raise InputError("inputs", "only with `agent`")
-            turn = self._turns().prepare(principal, text, conversation_id)
+            turn = self._turns().prepare(principal, text, conversation_id, checked)
             return PreparedAnswer(principal, turn=turn)
+        if checked is not None:
+            raise InputError(
+                "page", "a page goes with a chat turn only, not to an agent (nor its question)"
+            )
         runner = self._runner()
         definition = self._agents.get(agent)
         prepared = runner.prepare(principal, definition, text, conversation_id, inputs)

@@ -9,7 +9,9 @@ What it does, per user message:
    "what about serving on a board?", "and more?") — one that opens with a connective, refers back
    with a pronoun, or has no content word — gets the content words of the previous
    self-contained query appended, so the query stands alone. Other messages are their own query.
-3. **Answer.** From the passages the tools returned it quotes the most relevant sentences
+3. **Answer.** From the passages the tools returned (and the sources sent with the message, such
+   as a page's text: it answers from those first, and searches only when they hold no answer) it
+   quotes the most relevant sentences
    (:class:`~search2o.providers.sentences.SentenceScorer`), each followed by its citation
    number. When no sentence scores ``chat.not_found_score`` or more (cosine similarity to the
    query plus the keyword share) it says it could not find the answer and cites nothing.
@@ -271,12 +273,15 @@ class BuiltinChatModel:
         unanswered = _unanswered(messages)
         if messages[-1].role == "tool":
             return _words(self._answer(messages, users[-1]))
-        if messages[-1].role == "user" and messages[-1].passages:  # sources given with it
-            return _words(self._quote(users[-1], users[-1], messages[-1].passages))
+        given = messages[-1].passages if messages[-1].role == "user" else []
+        names = {tool.name for tool in tools}
+        if given:  # sources sent with the question: answer from them, else search as usual
+            answer = self._quote(users[-1], users[-1], given)
+            if answer != NOT_FOUND or not names & {"search_knowledge", "web_search"}:
+                return _words(answer)
         kind = small_talk_kind(users[-1])
         if kind is not None:
             return _words(_REPLIES[kind])
-        names = {tool.name for tool in tools}
         if "search_knowledge" not in names and "web_search" not in names:
             return _words(NO_DOCUMENTS)
         query = self_contained_query(users, unanswered)
@@ -290,7 +295,10 @@ class BuiltinChatModel:
         calls = [call for m in messages if m.role == "assistant" for call in m.tool_calls]
         query = str(calls[-1].arguments.get("query", question)) if calls else question
         results = [m for m in messages if m.role == "tool"]
-        passages = [p for m in results if not m.content.startswith("error:") for p in m.passages]
+        given = [m for m in messages if m.role == "user"][-1].passages
+        passages = given + [
+            p for m in results if not m.content.startswith("error:") for p in m.passages
+        ]
         failures = [
             m.content.removeprefix("error:").strip()
             for m in results

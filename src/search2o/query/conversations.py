@@ -267,9 +267,13 @@ def append_message(
     *,
     text: str,
     citations: list[dict[str, Any]] | None = None,
+    page: dict[str, Any] | None = None,
     **values: Any,
 ) -> Message:
     """Add a message (sealed ``text`` and ``citations``) at the conversation's next position.
+
+    ``page`` (a user message's page context, :meth:`search2o.query.page.Page.stored`) is
+    sealed in the same body, so it lives and dies with the message and never sits in a column.
 
     The position comes from an atomic ``UPDATE ... RETURNING`` of ``message_count``, which also
     marks the conversation used, so two turns appending to one conversation at once never take
@@ -287,7 +291,10 @@ def append_message(
     ).scalar_one_or_none()
     if seq is None:
         raise _missing_conversation(conversation.id)
-    body = sealer.seal("message", {"text": text, "citations": citations or []})
+    content: dict[str, Any] = {"text": text, "citations": citations or []}
+    if page is not None:
+        content["page"] = page
+    body = sealer.seal("message", content)
     message = Message(conversation_id=conversation.id, seq=seq, body=body, **values)
     session.add(message)
     session.flush()

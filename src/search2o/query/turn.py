@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +57,7 @@ from search2o.query.conversations import (
     open_message,
     owned_conversation,
 )
+from search2o.query.page import PAGE_CUT_NOTICE, PAGE_NOTE, Page
 from search2o.query.summary import extractive_summary
 from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
 from search2o.query.websearch import WebSearchProvider
@@ -82,6 +83,9 @@ class PreparedTurn:
 
     ``model_message`` is what the model reads: the message, or its truncation when it does not
     fit the window and ``chat.long_message = "truncate"``; the transcript keeps ``message``.
+    ``page`` is the page sent with the message (:mod:`search2o.query.page`); ``page_source``
+    is its text as the model reads it (number 0 until the turn numbers it), ``page_cut``
+    whether it was cut to fit the window.
     """
 
     principal: Principal
@@ -91,6 +95,9 @@ class PreparedTurn:
     model_message: str = ""
     system: str = ""
     truncated: bool = False
+    page: Page | None = None
+    page_source: Passage | None = None
+    page_cut: bool = False
 
 
 @dataclass
@@ -154,20 +161,38 @@ class TurnEngine:
         )
 
     def prepare(
-        self, principal: Principal, message: str, conversation_id: str | None = None
+        self,
+        principal: Principal,
+        message: str,
+        conversation_id: str | None = None,
+        page: Page | None = None,
     ) -> PreparedTurn:
         """Validate a turn request without writing anything.
+
+        ``page`` (validated by :func:`~search2o.query.page.check_page`) goes to the model as
+        one source beside the message, cut to its share of the window when longer.
 
         Raises:
             InputError: the message is empty, longer than ``chat.max_message_chars``, holds a
                 NUL character or invalid Unicode, or does not fit the model's window while
-                ``chat.long_message = "error"`` (field ``message``).
+                ``chat.long_message = "error"`` (field ``message``); no room is left for the
+                page (field ``page.text``).
             NotFoundError: ``conversation_id`` is missing or another user's.
 
         """
         text = check_text(message, "message", max_chars=self._settings.max_message_chars)
-        system = self._system_text()
+        system = self._system_text(page is not None)
         model_message, truncated = self.budget.fit_message(system, text)
+        page_source, page_cut = None, False
+        if page is not None:
+            found = page.found()
+            page_source, page_cut = self.budget.fit_source(
+                system,
+                model_message,
+                Passage(0, found.title, found.source, found.text),
+                field="page.text",
+                notice=PAGE_CUT_NOTICE,
+            )
         if conversation_id is not None:
             with self._db.session() as session:
                 owned_conversation(session, principal, conversation_id, self._retention)
@@ -178,10 +203,17 @@ class TurnEngine:
             model_message=model_message,
             system=system,
             truncated=truncated,
+            page=page,
+            page_source=page_source,
+            page_cut=page_cut,
         )
 
     def ask(
-        self, principal: Principal, message: str, conversation_id: str | None = None
+        self,
+        principal: Principal,
+        message: str,
+        conversation_id: str | None = None,
+        page: Page | None = None,
     ) -> list[Event]:
         """Run one whole turn and return its events (for callers that do not stream).
 
@@ -191,7 +223,7 @@ class TurnEngine:
             InputError, NotFoundError: as :meth:`prepare`.
 
         """
-        return list(self.run_sync(self.prepare(principal, message, conversation_id)))
+        return list(self.run_sync(self.prepare(principal, message, conversation_id, page)))
 
     def run_sync(self, turn: PreparedTurn) -> Iterator[Event]:
         """:meth:`run` for synchronous callers, on the background loop of :mod:`search2o.aio`.
@@ -299,7 +331,13 @@ class TurnEngine:
                 history.title = sealer.open("title", conversation.title_sealed)
                 created = False
             user_message = append_message(
-                session, conversation, sealer, role="user", text=turn.message, agent=turn.agent
+                session,
+                conversation,
+                sealer,
+                role="user",
+                text=turn.message,
+                agent=turn.agent,
+                page=turn.page.stored() if turn.page is not None else None,
             )
             session.expunge_all()
         return conversation, user_message, history, created
@@ -337,7 +375,12 @@ class TurnEngine:
         return history
 
     async def _compact(
-        self, history: _History, system: str, message: str, trace: dict[str, Any]
+        self,
+        history: _History,
+        system: str,
+        message: str,
+        trace: dict[str, Any],
+        sources: list[Passage],
     ) -> Window:
         """Fold the oldest turns into the summary when the history no longer fits the window.
 
@@ -349,7 +392,9 @@ class TurnEngine:
             The window of the first model call, built once more only after a compaction.
 
         """
-        window = self.budget.build(system, history.messages, message, summary=history.summary)
+        window = self.budget.build(
+            system, history.messages, message, summary=history.summary, sources=sources
+        )
         if not self._settings.summaries or window.trace["history_turns_dropped"] == 0:
             return window
         turns = group_turns(history.messages)
@@ -381,7 +426,9 @@ class TurnEngine:
             "chars": len(summary),
             "ms": round((time.perf_counter() - started) * 1000, 2),
         }
-        return self.budget.build(system, history.messages, message, summary=history.summary)
+        return self.budget.build(
+            system, history.messages, message, summary=history.summary, sources=sources
+        )
 
     def _store_summary(self, sealer: Sealer, summary: str, through: int) -> None:
         sealed = sealer.seal("summary", summary)
@@ -408,9 +455,10 @@ class TurnEngine:
             tools.append(self._web_tool)
         return tools
 
-    def _system_text(self) -> str:
+    def _system_text(self, page: bool = False) -> str:
         today = datetime.now(UTC).date().isoformat()
-        return f"{self._settings.system_prompt}\n\nToday is {today}."
+        note = f"\n\n{PAGE_NOTE}" if page else ""
+        return f"{self._settings.system_prompt}{note}\n\nToday is {today}."
 
     async def _turn(
         self,
@@ -423,8 +471,9 @@ class TurnEngine:
         tools = await asyncio.to_thread(self._tools, turn.principal)
         by_name = {tool.spec.name: tool for tool in tools}
         message = turn.model_message or turn.message
-        system = turn.system or self._system_text()
-        window = await self._compact(history, system, message, trace)
+        system = turn.system or self._system_text(turn.page is not None)
+        sources = self._number_page(turn, state, trace)
+        window = await self._compact(history, system, message, trace, sources)
         messages = window.messages
         trace["tools_offered"] = list(by_name)
         trace["windows"] = [window.trace]
@@ -469,10 +518,12 @@ class TurnEngine:
             message,
             ToolRound(calls, found, errors),
             summary=history.summary,
+            sources=sources,
         )
         messages = window.messages
         trace["windows"].append(window.trace)
-        shown = set(window.trace["passages_packed"])
+        # The page went with the message in both calls: it stays citable beside what fit.
+        shown = set(window.trace["passages_packed"]) | {p.number for p in sources}
         state.filter.allowed = shown
         trace["packed"]["passages"] = [p for p in packed if p["number"] in shown]
         trace["packed"]["dropped_passages"] = [p for p in packed if p["number"] not in shown]
@@ -481,6 +532,21 @@ class TurnEngine:
             if isinstance(event, TextDelta):
                 for emitted in self._emit(event.text, state, clock):
                     yield emitted
+
+    def _number_page(
+        self, turn: PreparedTurn, state: _AnswerState, trace: dict[str, Any]
+    ) -> list[Passage]:
+        """Give the page the first number of the turn's registry, as a tool's source gets one."""
+        if turn.page is None or turn.page_source is None:
+            return []
+        found = replace(turn.page.found(), text=turn.page_source.text)
+        sources = number_results([found], state.registry)
+        trace["page"] = {
+            "number": sources[0].number,
+            "chars": len(turn.page.text),
+            "cut": turn.page_cut,
+        }
+        return sources
 
     def _emit(self, text: str, state: _AnswerState, clock: _Clock) -> Iterator[Event]:
         safe, fresh = state.filter.feed(text)

@@ -18,7 +18,7 @@ it), so older turns drop first. Token counts come from the profile's counter
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from search2o.config import ChatSettings, ModelProfile
@@ -75,7 +75,10 @@ class WindowBudget:
 
     def _tokens(self, message: ChatMessage) -> int:
         extra = sum(len(c.name) + len(str(c.arguments)) for c in message.tool_calls)
-        return message_tokens(self.counter, message.content) + math.ceil(extra / 3)
+        content = message.content
+        if message.passages and message.role != "tool":  # sources read after the question
+            content = f"{content}\n\n{render_passages(message.passages)}"
+        return message_tokens(self.counter, content) + math.ceil(extra / 3)
 
     def fit_message(self, system: str, message: str) -> tuple[str, bool]:
         """Return the message, cut to fit when allowed, and whether it was cut.
@@ -99,9 +102,40 @@ class WindowBudget:
             )
         return self._cut(message, room), True
 
-    def _cut(self, message: str, room: int) -> str:
-        """Return the longest prefix of ``message`` plus the notice within ``room`` tokens."""
-        budget = room - message_tokens(self.counter, TRUNCATION_NOTICE)
+    def fit_source(
+        self, system: str, message: str, source: Passage, *, field: str, notice: str
+    ) -> tuple[Passage, bool]:
+        """Return ``source`` (sent with the message), cut to its share of the window.
+
+        A source the caller sends with the question (a page's text) may take
+        ``chat.context_share`` of what the system text, the message and a tool round leave,
+        like retrieved passages; a longer one is cut at that size with ``notice`` appended.
+
+        Returns:
+            ``(source, cut)``: the source as it fits and whether its text was cut.
+
+        Raises:
+            InputError: not even a short piece of the source fits (named ``field``).
+
+        """
+        fixed = message_tokens(self.counter, system) + message_tokens(self.counter, message)
+        room = int((self.cap - fixed - _TOOL_ROUND_TOKENS) * self._share)
+        current = ChatMessage("user", "", passages=[source])
+        if self._tokens(current) <= room:
+            return source, False
+        header = self._tokens(ChatMessage("user", "", passages=[replace(source, text="")]))
+        if room - header <= message_tokens(self.counter, notice) + 16:
+            raise InputError(
+                field,
+                f"does not fit: this model's window leaves {max(room, 0)} tokens for it beside "
+                "the message; shorten the message",
+            )
+        text = self._cut(source.text, room - header, notice)
+        return replace(source, text=text), True
+
+    def _cut(self, message: str, room: int, notice: str = TRUNCATION_NOTICE) -> str:
+        """Return the longest prefix of ``message`` plus ``notice`` within ``room`` tokens."""
+        budget = room - message_tokens(self.counter, notice)
         low, high = 0, len(message)
         while low < high:  # binary search: counts grow with length
             middle = (low + high + 1) // 2
@@ -109,7 +143,7 @@ class WindowBudget:
                 low = middle
             else:
                 high = middle - 1
-        return message[:low] + TRUNCATION_NOTICE
+        return message[:low] + notice
 
     def build(
         self,
@@ -118,14 +152,17 @@ class WindowBudget:
         message: str,
         tools: ToolRound | None = None,
         summary: str = "",
+        sources: list[Passage] | None = None,
     ) -> Window:
         """Pack one call: system, summary, history that fits, the message, the tool round.
 
-        ``message`` must already fit (see :meth:`fit_message`). The summary of older turns
-        (:mod:`search2o.query.summary`) goes right after the system text, when it fits.
+        ``message`` must already fit (see :meth:`fit_message`), and so must ``sources``, the
+        sources sent with it (see :meth:`fit_source`), which go on the message. The summary of
+        older turns (:mod:`search2o.query.summary`) goes right after the system text, when it
+        fits.
         """
         head = [ChatMessage("system", system)]
-        current = ChatMessage("user", message)
+        current = ChatMessage("user", message, passages=list(sources or []))
         left = self.cap - self._tokens(head[0]) - self._tokens(current)
         trace: dict[str, Any] = {"cap": self.cap, "counter": self.counter.name}
         if summary:
@@ -143,7 +180,7 @@ class WindowBudget:
                 # Long tool arguments beside a message that nearly fills the window: cut the
                 # message for this call only, so the request still fits.
                 room = message_tokens(self.counter, message) - (_TOOL_ROUND_TOKENS - left)
-                current = ChatMessage("user", self._cut(message, room))
+                current = ChatMessage("user", self._cut(message, room), passages=current.passages)
                 left = _TOOL_ROUND_TOKENS
                 trace["message_cut_for_tools"] = True
             kept, packed, dropped, used = self._pack_passages(tools, int(left * self._share))

@@ -290,6 +290,9 @@ class Conversation(Base):
 class Message(Base):
     """One user turn or assistant answer; ``body`` seals ``{"text", "citations"}``.
 
+    A user message sent with a page (``POST /v1/chat`` ``page``) also seals ``"page"``
+    (``{"url", "title", "text"}``) in ``body``: the page's text is kept nowhere else.
+
     ``status`` is ``complete``, ``interrupted`` (the client left; the partial answer is kept)
     or ``failed`` (a model or tool error; the text is what was produced before it).
     ``citations`` is a list of :meth:`search2o.query.citations.Citation.to_dict` values.

@@ -1,10 +1,33 @@
 // The one way the app talks to the server: same-origin requests that always carry
 // `X-Search2o-Client: web` (the server's CSRF check will require it) and never a token.
+// The browser extension, which no server serves, points the same wrapper at its configured
+// server (`setRemote`): its own headers (its device token), and never a cookie.
 import type { components } from "./schema";
 
 export type Schemas = components["schemas"];
 
 export const CLIENT_HEADER = { "X-Search2o-Client": "web" } as const;
+
+/** A server other than the page's own origin, and what its requests carry (the extension). */
+export interface Remote {
+  /** The server's origin, e.g. `https://search2o.example.com`. */
+  baseUrl: string;
+  /** Headers added to every request (they may replace `X-Search2o-Client`). */
+  headers: () => Record<string, string>;
+  /** Called when the server answers 401 (an unknown or revoked token: signed out). */
+  onUnauthorized?: () => void;
+}
+
+let remote: Remote | null = null;
+
+/** Send every request to `next` from now on; `null`: the page's own origin again. */
+export function setRemote(next: Remote | null): void {
+  remote = next;
+}
+
+function headersOf(extra?: Record<string, string>): Record<string, string> {
+  return { ...CLIENT_HEADER, ...remote?.headers(), ...extra };
+}
 
 /** An error answer of the API: its status and the `detail` body (field and reason on 422). */
 export class ApiError extends Error {
@@ -33,19 +56,20 @@ export interface RequestOptions {
 
 /** Send one request; return the raw response when it is a success, else throw ApiError. */
 export async function request(path: string, options: RequestOptions = {}): Promise<Response> {
-  const headers: Record<string, string> = { ...CLIENT_HEADER, ...options.headers };
+  const headers = headersOf(options.headers);
   let body = options.body;
   if (options.json !== undefined) {
     headers["Content-Type"] = "application/json";
     body = JSON.stringify(options.json);
   }
-  const response = await fetch(path, {
+  const response = await fetch((remote?.baseUrl ?? "") + path, {
     method: options.method ?? "GET",
     headers,
     body,
-    credentials: "same-origin",
+    credentials: remote ? "omit" : "same-origin",
     signal: options.signal,
   });
+  if (response.status === 401) remote?.onUnauthorized?.();
   if (!response.ok) throw await errorOf(response);
   return response;
 }
@@ -81,8 +105,8 @@ export function upload<T>(
 ): Promise<T> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
-    xhr.open("POST", path);
-    for (const [name, value] of Object.entries(CLIENT_HEADER)) xhr.setRequestHeader(name, value);
+    xhr.open("POST", (remote?.baseUrl ?? "") + path);
+    for (const [name, value] of Object.entries(headersOf())) xhr.setRequestHeader(name, value);
     xhr.upload.onprogress = (event) => {
       if (event.lengthComputable) onProgress(event.loaded / event.total);
     };

@@ -94,7 +94,10 @@ export interface paths {
          * Chat
          * @description Send one user message. Without `conversation_id` a new conversation starts (its id is in the
          *     first event); with it, the message continues that conversation (404 if it is missing or
-         *     another user's). Validation and ownership are checked before the stream starts, so bad input
+         *     another user's). With `page` (`url`, `title`, `text`), the page the user is reading goes to the
+         *     model as one source labelled as untrusted data, citable as "this page" (the citation's `source`
+         *     is `this page`, with the page's `title` and `url`); its text is kept only in the conversation's
+         *     sealed user message. Validation and ownership are checked before the stream starts, so bad input
          *     gets a normal 422/404 JSON error and changes nothing.
          *
          *     With `"stream": true` (default) the answer is a `text/event-stream`:
@@ -418,6 +421,50 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Tokens
+         * @description List the caller's tokens, active and revoked, newest first (never a secret).
+         */
+        get: operations["list_tokens_v1_me_tokens_get"];
+        put?: never;
+        /**
+         * Create Token
+         * @description Create a device token for the caller; its secret is in this answer only.
+         */
+        post: operations["create_token_v1_me_tokens_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke Token
+         * @description Revoke one of the caller's active tokens: requests carrying it get 401 from now on.
+         */
+        delete: operations["revoke_token_v1_me_tokens__token_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -951,6 +998,8 @@ export interface components {
              * @description the user's message; not empty, at most chat.max_message_chars characters
              */
             message: string;
+            /** @description the page the user is reading, as context for a chat turn (not an agent) */
+            page?: components["schemas"]["PageContext"] | null;
             /**
              * Stream
              * @description true: Server-Sent Events; false: one JSON body (the `done` event's data plus `conversation_id` and `tool_calls`) when the answer is complete
@@ -1689,6 +1738,114 @@ export interface components {
             status: string;
             /** Text */
             text: string;
+        };
+        /**
+         * OwnTokenCreate
+         * @description ``POST /v1/me/tokens``: what the user calls the device.
+         */
+        OwnTokenCreate: {
+            /**
+             * Name
+             * @description e.g. 'work laptop browser extension'; 1..100 characters, no control characters
+             */
+            name: string;
+        };
+        /**
+         * OwnTokenCreated
+         * @description A token just created, with its secret: shown this once, stored only as a hash.
+         */
+        OwnTokenCreated: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Last Used At */
+            last_used_at: string | null;
+            /**
+             * Local Only
+             * @description works only while the server runs in local mode
+             */
+            local_only: boolean;
+            /** Name */
+            name: string;
+            /**
+             * Prefix
+             * @description the token's first 12 characters, to recognise it
+             */
+            prefix: string;
+            /** Revoked */
+            revoked: boolean;
+            /**
+             * Token
+             * @description send as `Authorization: Bearer <token>`
+             */
+            token: string;
+        };
+        /**
+         * OwnTokenListPublic
+         * @description The caller's tokens, newest first.
+         */
+        OwnTokenListPublic: {
+            /** Tokens */
+            tokens: components["schemas"]["OwnTokenPublic"][];
+        };
+        /**
+         * OwnTokenPublic
+         * @description One of the caller's tokens (never its secret).
+         */
+        OwnTokenPublic: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: number;
+            /** Last Used At */
+            last_used_at: string | null;
+            /**
+             * Local Only
+             * @description works only while the server runs in local mode
+             */
+            local_only: boolean;
+            /** Name */
+            name: string;
+            /**
+             * Prefix
+             * @description the token's first 12 characters, to recognise it
+             */
+            prefix: string;
+            /** Revoked */
+            revoked: boolean;
+        };
+        /**
+         * PageContext
+         * @description The page the user is reading, sent as context for the question (untrusted data).
+         *
+         *     The model reads its text as one numbered source, labelled as data and never as
+         *     instructions; citing it gives a citation with ``source: "this page"``, the page's title and
+         *     URL. The page grants no access: ``search_knowledge`` still reads only what the caller may.
+         *     The text is kept only inside the conversation's sealed user message.
+         */
+        PageContext: {
+            /**
+             * Text
+             * @description the page's readable text, as the user saw and edited it; not empty, at most chat.max_page_chars characters; cut to the model's window when longer
+             */
+            text: string;
+            /**
+             * Title
+             * @description the page's title (shown on the citation)
+             */
+            title?: string | null;
+            /**
+             * Url
+             * @description the page's address: http:// or https:// with a host (shown as the link)
+             */
+            url?: string | null;
         };
         /**
          * PagedConversationPublic
@@ -3368,6 +3525,206 @@ export interface operations {
             };
             /** @description a sealed record failed its integrity check */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_tokens_v1_me_tokens_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnTokenListPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description reserved for admins */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_token_v1_me_tokens_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OwnTokenCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnTokenCreated"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description reserved for admins */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revoke_token_v1_me_tokens__token_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the token's id */
+                token_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description reserved for admins */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,6 @@
 // A conversation: its messages, the answer in flight, the composer.
 import { useEffect, useRef, useState } from "react";
-import { ApiError } from "../api/client";
+import { ApiError, type Schemas } from "../api/client";
 import { useConversation, useWaiting } from "../api/queries";
 import { Composer } from "./Composer";
 import { MessageView, shownOf, type Shown } from "./MessageView";
@@ -21,7 +21,15 @@ function liveShown(run: LiveRun, conversationId: string): Shown {
   };
 }
 
-export function ChatPage({ conversationId }: { conversationId: string | null }) {
+interface Props {
+  conversationId: string | null;
+  /** Sent with the next message as its page context (the extension's "use this page"). */
+  page?: Schemas["PageContext"] | null;
+  /** Called once the page went out with a message. */
+  onPageSent?: () => void;
+}
+
+export function ChatPage({ conversationId, page = null, onPageSent }: Props) {
   const conversation = useConversation(conversationId);
   const waiting = useWaiting(conversationId);
   const { run, send, stop } = useRun();
@@ -154,7 +162,8 @@ export function ChatPage({ conversationId }: { conversationId: string | null }) 
         waitingAgent={waitingAgent}
         onSend={(text, agent) => {
           stick.current = true;
-          void send(text, conversationId, agent);
+          void send(text, conversationId, agent, agent ? null : page);
+          if (page && !agent) onPageSent?.();
         }}
         onStop={() => void stop()}
       />

@@ -3,6 +3,7 @@ import { useId, useState } from "react";
 import { usePassage } from "../api/queries";
 import { Dialog } from "../ui/Dialog";
 import type { Citation } from "./run";
+import { whereFrom } from "./sources";
 
 function firstChunk(citation: Citation): number | null {
   const ids = (citation as { chunk_ids?: unknown }).chunk_ids;
@@ -48,7 +49,7 @@ export function CitationChip({ citation }: { citation: Citation }) {
         <span role="tooltip" id={card} className="cite-card">
           <strong dir="auto">{citation.title}</strong>
           {heading.length ? <span className="muted" dir="auto">{heading.join(" › ")}</span> : null}
-          {citation.url ? <span className="muted">{citation.url}</span> : null}
+          {citation.url ? <span className="muted">{whereFrom(citation)}</span> : null}
           {passage.data ? <span dir="auto">{snippet(passage.data.text)}</span> : null}
         </span>
       ) : null}

@@ -6,6 +6,7 @@ import { keys, type Message } from "../api/queries";
 import { Icon } from "../ui/icons";
 import { AnswerMarkdown } from "./Markdown";
 import type { Citation } from "./run";
+import { whereFrom } from "./sources";
 
 export interface Shown {
   id: string | null;
@@ -117,7 +118,7 @@ export function MessageView({ message, live, waiting, onTrace }: Props) {
             {sources.map((c) => (
               <li key={c.number} value={c.number} dir="auto">
                 <strong>{c.title}</strong>
-                <span className="muted"> {c.url ?? [c.source, ...(c.heading_path ?? [])].join(" › ")}</span>
+                <span className="muted"> {whereFrom(c)}</span>
               </li>
             ))}
           </ol>

@@ -14,7 +14,7 @@ import {
 import { ApiError, request, type Schemas } from "../api/client";
 import { keys } from "../api/queries";
 import { readEvents, type RunEvent } from "../api/sse";
-import { navigate } from "../router";
+import { currentPath, navigate } from "../router";
 
 export type Citation = Schemas["CitationEvent"];
 
@@ -95,7 +95,13 @@ export function apply(run: LiveRun, event: RunEvent): LiveRun {
 
 interface RunApi {
   run: LiveRun | null;
-  send: (message: string, conversationId: string | null, agent: string | null) => Promise<void>;
+  /** Send a message; `page` is the page the user reads, sent as context (the extension). */
+  send: (
+    message: string,
+    conversationId: string | null,
+    agent: string | null,
+    page?: Schemas["PageContext"] | null,
+  ) => Promise<void>;
   stop: () => Promise<void>;
   clear: () => void;
 }
@@ -139,7 +145,7 @@ export function RunProvider({ children }: { children: ReactNode }) {
         update(next);
         if (event.kind === "conversation" && before.conversationId === null) {
           // A new conversation: its address is known now; a reload comes back to it.
-          if (window.location.pathname === "/") navigate(`/c/${next.conversationId}`, true);
+          if (currentPath() === "/") navigate(`/c/${next.conversationId}`, true);
           void queryClient.invalidateQueries({ queryKey: keys.allConversations });
         }
         if (event.kind === "done" || event.kind === "error") {
@@ -178,7 +184,12 @@ export function RunProvider({ children }: { children: ReactNode }) {
   }, [consume, update]);
 
   const send = useCallback(
-    async (message: string, conversationId: string | null, agent: string | null) => {
+    async (
+      message: string,
+      conversationId: string | null,
+      agent: string | null,
+      page?: Schemas["PageContext"] | null,
+    ) => {
       const fresh: LiveRun = {
         runId: null,
         conversationId,
@@ -199,6 +210,7 @@ export function RunProvider({ children }: { children: ReactNode }) {
         const body: Schemas["ChatRequest"] = { message, stream: true };
         if (conversationId) body.conversation_id = conversationId;
         if (agent) body.agent = agent;
+        if (page) body.page = page;
         const response = await request("/v1/chat", {
           method: "POST",
           json: body,

@@ -51,7 +51,10 @@ data: {"conversation_id": "5b0c...e1", "message_id": "c41d...9a", \
 DESCRIPTION = f"""
 Send one user message. Without `conversation_id` a new conversation starts (its id is in the
 first event); with it, the message continues that conversation (404 if it is missing or
-another user's). Validation and ownership are checked before the stream starts, so bad input
+another user's). With `page` (`url`, `title`, `text`), the page the user is reading goes to the
+model as one source labelled as untrusted data, citable as "this page" (the citation's `source`
+is `this page`, with the page's `title` and `url`); its text is kept only in the conversation's
+sealed user message. Validation and ownership are checked before the stream starts, so bad input
 gets a normal 422/404 JSON error and changes nothing.
 
 With `"stream": true` (default) the answer is a `text/event-stream`:
@@ -102,8 +105,9 @@ Example:
 async def chat(body: ChatRequest, user: CurrentUser, runtime: RuntimeDep) -> Any:
     """Answer one message: a chat turn or an agent run (see the description for the stream)."""
     service = runtime.chat
+    page = (body.page.url, body.page.title, body.page.text) if body.page is not None else None
     prepared = await run_in_threadpool(
-        service.prepare, user, body.message, body.conversation_id, body.agent, body.inputs
+        service.prepare, user, body.message, body.conversation_id, body.agent, body.inputs, page
     )
     if body.stream:
         run_id = await service.start(prepared)
