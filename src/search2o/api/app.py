@@ -165,6 +165,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     for router in routers:
         app.include_router(router)
     app.state.mcp = _mount_mcp(app, rt)
+    _mount_slack(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
@@ -212,6 +213,27 @@ def _mount_mcp(app: FastAPI, runtime: Runtime) -> McpEndpoint | None:
     endpoint = McpEndpoint(runtime)
     app.router.routes.extend(endpoint.routes())
     return endpoint
+
+
+def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
+    """Serve ``/slack/events`` and ``/slack/interactions`` (docs/slack.md) in ``http`` mode.
+
+    Only when the ``slack`` section is configured; without the ``slack`` extra installed the
+    API serves without them and says so once.
+    """
+    slack = runtime.settings.slack
+    if not slack.configured or slack.mode != "http":
+        return
+    try:
+        from search2o.surfaces.slack import DeliveryStore, SlackIngress, SlackPipeline, connect
+        from search2o.surfaces.slack.commands import SlashCommand
+    except ConfigError as exc:
+        log.warning("Slack endpoints off: %s", exc.message)
+        return
+    store = DeliveryStore(runtime.database, runtime.key_provider)
+    pipeline = SlackPipeline(slack, store, runtime.jobs)
+    command = SlashCommand(lambda: connect(runtime.settings))
+    app.router.routes.extend(SlackIngress(slack, pipeline, command).routes())
 
 
 def _route_templates(routers: list[APIRouter]) -> Callable[[Scope], str | None]:
