@@ -78,12 +78,13 @@ class SlackEnv:
             return rows
 
     def settled(self, count: int, timeout_s: float = 30) -> list[SlackDelivery]:
-        """Wait until ``count`` deliveries exist and all are posted or failed."""
+        """Wait until ``count`` deliveries exist, all posted or failed, their jobs finished."""
 
         def check() -> list[SlackDelivery] | None:
             rows = self.deliveries()
             done = len(rows) == count and all(r.state in ("posted", "failed") for r in rows)
-            return rows if done else None
+            finished = all(j.state in ("done", "failed") for j in self.jobs())
+            return rows if done and finished else None
 
         found: list[SlackDelivery] = wait_until(check, timeout_s, f"{count} answers")
         return found

@@ -295,12 +295,18 @@ class _Writer:
                     markdown_text=escape(self.text[self.sent :]),
                 )
                 self.sent = len(self.text)
-            elif self.owner.budget.try_take(q.team):
-                # an intermediate edit: skipped when rate limited, the final one waits
-                text = escape(self.text) + " …"
-                api.call("chat.update", max_waits=0, channel=q.channel, ts=self.ts, text=text)
             else:
-                return
+                # an intermediate edit: skipped when rate limited or out of budget; the final
+                # one waits
+                text = escape(self.text) + " …"
+                api.call(
+                    "chat.update",
+                    max_waits=0,
+                    budget=(self.owner.budget, q.team),
+                    channel=q.channel,
+                    ts=self.ts,
+                    text=text,
+                )
         except SlackCallError as exc:
             log.info("slack intermediate %s skipped: %s", exc.method, exc.error)
         self.last = now
@@ -323,8 +329,12 @@ class _Writer:
                 api.call("chat.stopStream", channel=q.channel, ts=self.ts)
             except SlackCallError as exc:
                 log.info("slack chat.stopStream: %s", exc.error)
-        self.owner.budget.take(q.team)
         api.call(
-            "chat.update", channel=q.channel, ts=self.ts, text=rendered.text, blocks=rendered.blocks
+            "chat.update",
+            budget=(self.owner.budget, q.team),
+            channel=q.channel,
+            ts=self.ts,
+            text=rendered.text,
+            blocks=rendered.blocks,
         )
         return str(self.ts)

@@ -5,7 +5,9 @@ Every call goes through :meth:`SlackApi.call`:
 * ``ok: false`` is an error (:class:`SlackCallError`, naming the method and Slack's ``error``),
   even with HTTP 200: Slack reports most failures that way (Slack API docs, "Web API basics");
 * HTTP 429, and HTTP 200 ``ok:false`` ``ratelimited``, wait ``Retry-After`` seconds (1 s when
-  absent) and try again, up to ``max_waits`` times (Slack API docs, "Rate limits");
+  absent) and try again, up to ``max_waits`` times (Slack API docs, "Rate limits"); a call
+  under a budget pauses the whole workspace's budget for that long, since Slack limits the
+  method per workspace;
 * a connection error is a :class:`~search2o.errors.ProviderError`.
 
 :class:`UpdateBudget` bounds the ``chat.update`` calls per workspace: a sliding window of
@@ -14,9 +16,9 @@ Every call goes through :meth:`SlackApi.call`:
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from collections import deque
 from typing import Any
 
 from slack_sdk import WebClient
@@ -60,11 +62,20 @@ class SlackApi:
         self.waits = 0
 
     def call(
-        self, method: str, /, *, max_waits: int | None = None, **params: Any
+        self,
+        method: str,
+        /,
+        *,
+        max_waits: int | None = None,
+        budget: tuple[UpdateBudget, str] | None = None,
+        **params: Any,
     ) -> dict[str, Any]:
         """Call ``method`` with ``params``; return Slack's JSON answer (``ok`` true).
 
         ``max_waits`` overrides the rate-limit waits of this call (0: fail at once).
+        ``budget`` (a budget and the workspace) is taken from before every HTTP attempt,
+        retries included: waiting for room, or with ``max_waits=0`` failing at once
+        (``budget_exhausted``) when there is none.
 
         Raises:
             SlackCallError: ``ok: false`` (or HTTP error) other than rate limits, or still
@@ -74,6 +85,12 @@ class SlackApi:
         """
         waited, patience = 0, self.max_waits if max_waits is None else max_waits
         while True:
+            slot = None
+            if budget is not None:
+                spend, team = budget
+                slot = spend.take(team) if patience > 0 else spend.try_take(team)
+                if slot is None:
+                    raise SlackCallError(method, "budget_exhausted")
             try:
                 if method in _FORM_METHODS:
                     response = self.client.api_call(method, data=params or None)
@@ -83,16 +100,24 @@ class SlackApi:
             except SlackApiError as exc:
                 status = exc.response.status_code
                 error = str(exc.response.get("error") or f"HTTP {status}")
-                if (status == 429 or error == "ratelimited") and waited < patience:
+                limited = status == 429 or error == "ratelimited"
+                delay = _retry_after(exc.response.headers) if limited else 0.0
+                if limited and budget is not None:  # the workspace's limit: every answer waits
+                    budget[0].pause(budget[1], delay)
+                if limited and waited < patience:
                     waited += 1
                     self.waits += 1
-                    time.sleep(_retry_after(exc.response.headers))
+                    if budget is None:
+                        time.sleep(delay)
                     continue
                 raise SlackCallError(method, error) from None
             except SlackClientError as exc:
                 raise ProviderError(f"Slack {method} failed: {exc}") from None
             except OSError as exc:
                 raise ProviderError(f"cannot reach Slack for {method}: {exc}") from None
+            finally:
+                if slot is not None:
+                    slot.done()
 
 
 def _retry_after(headers: Any) -> float:
@@ -105,43 +130,65 @@ def _retry_after(headers: Any) -> float:
         return 1.0
 
 
+class _Slot:
+    """One call's place in a budget: held from the take until the call ends, then a window."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self) -> None:
+        self.ended = math.inf  # in flight: it counts until it ends
+
+    def done(self) -> None:
+        self.ended = time.monotonic()
+
+
 class UpdateBudget:
     """At most ``budget`` ``chat.update`` calls per ``window_s`` seconds, per workspace.
 
-    Thread-safe; one instance per process, shared by all answers.
+    A call holds its slot from before it is sent until ``window_s`` after its answer came
+    back, so however long the requests travel, Slack never receives more than ``budget`` of
+    them within any ``window_s`` (as Slack counts them, on arrival). Thread-safe; one instance
+    per process, shared by all answers.
     """
 
     def __init__(self, budget: int, window_s: float) -> None:
         self.budget = budget
         self.window_s = window_s
-        self._spent: dict[str, deque[float]] = {}
+        self._slots: dict[str, list[_Slot]] = {}
+        self._paused: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def _room(self, team: str, now: float) -> float:
-        """Seconds until a call fits (0: now); drops entries older than the window."""
-        spent = self._spent.setdefault(team, deque())
-        while spent and spent[0] <= now - self.window_s:
-            spent.popleft()
-        if len(spent) < self.budget:
-            return 0.0
-        return spent[0] + self.window_s - now
-
-    def try_take(self, team: str) -> bool:
-        """Take one call of ``team``'s budget if there is room now; tell whether it did."""
+    def pause(self, team: str, seconds: float) -> None:
+        """Send no call of ``team`` for ``seconds`` (Slack said ``Retry-After``)."""
         with self._lock:
-            now = time.monotonic()
-            if self._room(team, now) > 0:
-                return False
-            self._spent[team].append(now)
-            return True
+            until = time.monotonic() + seconds
+            self._paused[team] = max(self._paused.get(team, 0.0), until)
 
-    def take(self, team: str) -> None:
-        """Take one call of ``team``'s budget, waiting for room."""
+    def _wait(self, team: str, now: float) -> float:
+        """Seconds until a call fits (0: now); forgets the slots whose window passed."""
+        slots = [s for s in self._slots.get(team, []) if s.ended > now - self.window_s]
+        self._slots[team] = slots
+        paused = self._paused.get(team, 0.0) - now
+        if len(slots) < self.budget:
+            return max(paused, 0.0)
+        return max(min(s.ended for s in slots) + self.window_s - now, paused)
+
+    def try_take(self, team: str) -> _Slot | None:
+        """Take a slot of ``team``'s budget if there is room now (``None``: there is not)."""
+        with self._lock:
+            if self._wait(team, time.monotonic()) > 0:
+                return None
+            slot = _Slot()
+            self._slots[team].append(slot)
+            return slot
+
+    def take(self, team: str) -> _Slot:
+        """Take a slot of ``team``'s budget, waiting for room; call ``done()`` when sent."""
         while True:
             with self._lock:
-                now = time.monotonic()
-                wait = self._room(team, now)
+                wait = self._wait(team, time.monotonic())
                 if wait <= 0:
-                    self._spent[team].append(now)
-                    return
-            time.sleep(min(wait, 1.0) + 0.001)
+                    slot = _Slot()
+                    self._slots[team].append(slot)
+                    return slot
+            time.sleep(min(wait, 0.25) + 0.001)
