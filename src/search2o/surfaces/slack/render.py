@@ -90,7 +90,11 @@ def _source_line(citation: dict[str, Any]) -> str:
     number = citation.get("number")
     title = escape(str(citation.get("title") or citation.get("source") or "source"))
     url = citation.get("url")
-    label = f"<{link_url(str(url))}|{title}>" if url else title
+    label = (
+        f"<{link_url(str(url))}|{title}>"
+        if url and len(link_url(str(url))) <= SECTION_CHARS // 2
+        else title
+    )
     heading = " \u203a ".join(escape(str(h)) for h in citation.get("heading_path") or [])
     line = f"[{number}] {label}" + (f" — {heading}" if heading else "")
     return line[:SECTION_CHARS]
@@ -121,7 +125,10 @@ def render_answer(
 
     def linked(match: re.Match[str]) -> str:
         url = urls.get(int(match.group(1)))
-        return f"<{link_url(url)}|[{match.group(1)}]>" if url else match.group(0)
+        # a link too long for a section stays a plain marker (the Sources line still names it)
+        if url is None or len(link_url(url)) > SECTION_CHARS // 2:
+            return match.group(0)
+        return f"<{link_url(url)}|[{match.group(1)}]>"
 
     body = _MARKER.sub(linked, escape(text.strip()) or "…")
     tail: list[dict[str, Any]] = []
