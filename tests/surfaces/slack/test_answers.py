@@ -17,6 +17,7 @@ from typing import Any
 from search2o import accounts
 from search2o.providers.chat import ChatMessage, ToolSpec
 from search2o.storage.models import Message
+from tests.api.test_api import add_user
 from tests.jobs.conftest import wait_until
 from tests.query.doubles import DOCS, SALARIES, Step, ingest, last_user, passages, pieces, searching
 from tests.surfaces.slack.conftest import SlackEnv, SlackFactory
@@ -198,3 +199,51 @@ def test_a_feedback_click_stores_the_rating_on_the_right_message(
         rated = {m.id: m.rating for m in session.query(Message).filter(Message.role == "assistant")}
     assert rated[second.answer_message_id] == "down"
     assert rated[first.answer_message_id] is None
+
+
+def test_an_agents_ask_in_a_thread_is_answered_by_the_next_message_there(
+    slack_env: SlackFactory,
+) -> None:
+    env = slack_env(agent="asker")
+    admin = add_user(env.runtime, "admin@example.com", admin=True)
+    main = {"ask": {"question": "Which office?"}, "end": {"output": "{ 'Booked: ' + result }"}}
+    doc = {"name": "asker", "description": "books a desk", "functions": {"main": main}}
+    assert env.http.put("/v1/agents/asker", json=doc, headers=admin).status_code == 201
+    ts = "1700000601.000100"
+    env.event(mention("Book me a desk", ts), "EvAsk1")
+    env.settled(1)
+    (asked,) = env.fake.replies("C1", ts)
+    assert "Which office?" in asked["text"]
+    # the answer to the question: a plain message in the thread, no new mention
+    env.event(message_event("Berlin", "1700000602.000100", thread_ts=ts), "EvAsk2")
+    env.settled(2)
+    first, second = env.fake.replies("C1", ts)
+    assert first["ts"] == asked["ts"] and "Booked: Berlin" in second["text"]
+
+
+def test_native_streaming_in_a_channel_names_the_recipient(slack_env: SlackFactory) -> None:
+    text = " ".join(f"part{i}" for i in range(30))
+    env = slack_env(lambda m, t: pieces(text, pause=0.01), stream=True, update_every_s=0.05)
+    ts = "1700000701.000100"
+    env.event(mention("stream it", ts, user="U5"), "EvSt")
+    env.settled(1)
+    (start,) = env.fake.of("chat.startStream")
+    assert start.params["recipient_team_id"] == "T1" and start.params["recipient_user_id"] == "U5"
+    assert start.params["thread_ts"] == ts
+    assert env.fake.of("chat.appendStream"), "the answer streamed in pieces"
+    assert len(env.fake.of("chat.stopStream")) == 1
+    (reply,) = env.fake.replies("C1", ts)
+    assert "part29" in reply["text"] and reply["blocks"][-1]["type"] == "actions"
+    assert env.fake.of("chat.postMessage") == []
+
+
+def test_a_refused_stream_falls_back_to_post_and_edit(slack_env: SlackFactory) -> None:
+    env = slack_env(stream=True)
+    env.fake.fail("chat.startStream", error="missing_recipient_team_id")
+    ts = "1700000801.000100"
+    env.event(mention("stream it", ts), "EvSf")
+    (row,) = env.settled(1)
+    assert row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)
+    assert "Twenty-five days" in reply["text"]
+    assert len(env.fake.of("chat.postMessage")) == 1

@@ -10,7 +10,8 @@
    hint how to link (``slack.unlinked = "link_only"``: only the hint). ``link CODE`` in a
    direct message links the account;
 3. the thread's conversation (:meth:`search2o.client.Client.conversation_for_thread`), or a new
-   one remembered for the thread;
+   one (started by ``slack.agent`` when set) remembered for the thread; a follow-up in the
+   thread continues it, and answers its agent's waiting ``ask``;
 4. the answer in the thread: natively streamed (``chat.startStream`` / ``appendStream`` /
    ``stopStream`` with ``recipient_team_id`` and ``recipient_user_id``, buffered to one append
    per ``slack.update_every_s``), or, when streaming is off or refused, ``chat.postMessage`` and
@@ -134,7 +135,10 @@ class SlackAnswerer:
         )
         writer = _Writer(self, delivery)
         done: DoneEvent | None = None
-        for item in me.chat(question.text, conversation_id=conversation):
+        # A new thread starts slack.agent (if set); a follow-up continues the conversation,
+        # and answers its agent's waiting `ask` when there is one.
+        agent = self.settings.agent if conversation is None else None
+        for item in me.chat(question.text, conversation_id=conversation, agent=agent):
             event = item.event
             if isinstance(event, ConversationEvent) and conversation is None:
                 conversation = event.conversation_id
