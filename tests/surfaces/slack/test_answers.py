@@ -14,6 +14,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
+
 from search2o import accounts
 from search2o.providers.chat import ChatMessage, ToolSpec
 from search2o.storage.models import Message
@@ -124,6 +126,7 @@ def _cite_all(messages: list[ChatMessage]) -> list[Step]:
     return pieces(f"About {last_user(messages)}:{cites}")
 
 
+@pytest.mark.slow  # embeds the documents with the real model
 def test_a_channel_answer_never_cites_an_hr_document_and_the_dm_answer_does(
     slack_env: SlackFactory,
 ) -> None:
@@ -148,6 +151,7 @@ def test_a_channel_answer_never_cites_an_hr_document_and_the_dm_answer_does(
     assert "open to everyone" not in json.dumps(in_dm["blocks"])
 
 
+@pytest.mark.slow  # embeds the documents with the real model
 def test_an_unlinked_dm_user_gets_the_channel_scope_and_a_link_hint(
     slack_env: SlackFactory,
 ) -> None:
