@@ -1,7 +1,8 @@
 """Slack surface benchmark: acknowledgement latency under load, first streamed text, exactly once.
 
-A real search2o server (token mode, Slack in ``http`` mode, SQLite, its job consumer with
-``--workers`` threads) answers through a fake Slack on loopback
+A real search2o server process (token mode, Slack in ``http`` mode, SQLite or PostgreSQL)
+acknowledges, and a worker process with ``--workers`` consumer threads answers (``--in-server``:
+the server's own consumer, the embedded default), through a fake Slack on loopback
 (``tests/surfaces/slack/fake_slack.py``: the Web API's wire format, native streaming). A
 scripted chat model takes ``--model-s`` seconds per answer (``--pieces`` pieces spread evenly).
 ``--events`` signed ``app_mention`` events are posted at once from as many threads, and each of
@@ -24,7 +25,10 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,11 +41,22 @@ sys.path.insert(0, str(_HERE.parent))  # the fake Slack and the scripted model o
 sys.path.insert(0, str(_HERE))
 
 import httpx  # noqa: E402
-from benchkit import console, finish, log, percentile, verdict  # noqa: E402
+import uvicorn  # noqa: E402
+from benchkit import (  # noqa: E402
+    console,
+    finish,
+    log,
+    percentile,
+    pg_url,
+    postgres_server,
+    temporary_pg_database,
+    verdict,
+)
 from rich.table import Table  # noqa: E402
 from sqlalchemy import select  # noqa: E402
+from tests.conftest import free_port  # noqa: E402
 from tests.query.doubles import ScriptedChatModel, Step, TextDelta  # noqa: E402
-from tests.surfaces.slack.conftest import SECRET, serve_on, slack_settings  # noqa: E402
+from tests.surfaces.slack.conftest import SECRET, settings_for  # noqa: E402
 from tests.surfaces.slack.fake_slack import (  # noqa: E402
     BOT_USER,
     FakeSlack,
@@ -50,8 +65,10 @@ from tests.surfaces.slack.fake_slack import (  # noqa: E402
     signed,
 )
 
+from search2o import accounts  # noqa: E402
 from search2o.api.app import create_app  # noqa: E402
 from search2o.runtime import Runtime  # noqa: E402
+from search2o.storage.db import Database  # noqa: E402
 from search2o.storage.slack_models import SlackDelivery  # noqa: E402
 
 
@@ -74,36 +91,126 @@ def main() -> None:
     parser.add_argument("--model-s", type=float, default=10.0)
     parser.add_argument("--pieces", type=int, default=20)
     parser.add_argument("--workers", type=int, default=50, help="job consumer threads")
+    parser.add_argument(
+        "--in-server",
+        action="store_true",
+        help="run the answers in the API process (default: a worker process, as at scale)",
+    )
+    parser.add_argument(
+        "--database",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="sqlite: embedded (SQLite + SqliteHuey); postgres: pgserver + PostgresHuey",
+    )
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)  # the server process
     args = parser.parse_args()
+    if args.serve is not None:
+        serve(json.loads(args.serve))
+        return
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="search2o-bench-slack-") as folder:
+    with (
+        tempfile.TemporaryDirectory(prefix="search2o-bench-slack-") as folder,
+        postgres_server(args.database == "postgres") as pg,
+        contextlib.ExitStack() as stack,
+    ):
         data = Path(folder)
+        url = f"sqlite:///{data / 'bench.db'}"
+        if pg is not None:
+            url = pg_url(pg, stack.enter_context(temporary_pg_database(pg, "slack")))
+        database = Database(url)
+        stack.callback(database.close)
+        with database.session() as session:
+            token = accounts.issue_surface_token(session, "slack")
         with FakeSlack(token="xoxb-test") as fake:
-            settings = slack_settings(
-                data / "data",
-                f"sqlite:///{data / 'bench.db'}",
-                fake,
-                stream=True,
-                update_every_s=0.5,
-                update_budget=1000,
+            config = {
+                "data_dir": str(data / "data"),
+                "database_url": url,
+                "api_url": fake.url,
+                "token": token,
+                "port": free_port(),
+                "workers": args.workers,
+                "postgres": pg is not None,
+                "model_s": args.model_s,
+                "pieces": args.pieces,
+            }
+            # The server is a process of its own, as in production: its threads do not share
+            # an interpreter lock with the load generator and the fake Slack.
+            server = subprocess.Popen(
+                [sys.executable, __file__, "--serve", json.dumps({**config, "role": "server",
+                                                                  "in_server": args.in_server})]
             )
-            settings = settings.model_copy(
-                update={"jobs": settings.jobs.model_copy(update={"server_workers": args.workers})}
-            )
-            runtime = Runtime(settings, chat_model=slow_model(args.model_s, args.pieces))
-            served = serve_on(create_app(settings, runtime=runtime), settings.port)
-            http = next(served)
+            worker = None
+            if not args.in_server:
+                worker = subprocess.Popen(
+                    [sys.executable, __file__, "--serve", json.dumps({**config, "role": "worker"})]
+                )
             try:
-                result = run(args, http, runtime, fake)
+                base = f"http://127.0.0.1:{config['port']}"
+                with httpx.Client(base_url=base, timeout=30) as http:
+                    wait_up(http, server)
+                    result = run(args, http, database, fake)
             finally:
-                next(served, None)
-                runtime.close()
+                for process in (p for p in (server, worker) if p is not None):
+                    process.send_signal(signal.SIGTERM)
+                    process.wait(timeout=60)
+    result["database"] = args.database
     report(args, result)
     finish(started, args.json, result)
 
 
-def run(args: argparse.Namespace, http: httpx.Client, runtime: Runtime, fake: FakeSlack) -> Any:
+def serve(config: dict[str, Any]) -> None:
+    """Run the server or the worker of the benchmark (a ``--serve`` child) until SIGTERM."""
+    settings = settings_for(
+        Path(config["data_dir"]),
+        config["database_url"],
+        config["api_url"],
+        config["token"],
+        config["port"],
+        stream=True,
+        update_every_s=0.5,
+        update_budget=1000,
+    )
+    in_server = config["role"] == "server" and config.get("in_server")
+    jobs: dict[str, Any] = {"server_workers": config["workers"] if in_server else 0}
+    if config["postgres"]:
+        jobs["backend"] = "postgres"
+    settings = settings.model_copy(update={"jobs": settings.jobs.model_copy(update=jobs)})
+    runtime = Runtime(settings, chat_model=slow_model(config["model_s"], config["pieces"]))
+    if config["role"] == "worker":
+        try:
+            runtime.jobs.run_worker(config["workers"])
+        finally:
+            runtime.close()
+        return
+    try:
+        uvicorn.run(
+            create_app(settings, runtime=runtime),
+            host="127.0.0.1",
+            port=settings.port,
+            log_level="warning",
+            log_config=None,
+        )
+    finally:
+        runtime.close()
+
+
+def wait_up(http: httpx.Client, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        if server.poll() is not None:
+            raise SystemExit(f"the server process ended with code {server.returncode}")
+        try:
+            if http.get("/v1/health").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit("the server did not start within 120 s")
+        time.sleep(0.2)
+
+
+def run(args: argparse.Namespace, http: httpx.Client, database: Database, fake: FakeSlack) -> Any:
     bodies = []
     for i in range(args.events):
         ts = f"{1_700_100_000 + i}.000100"
@@ -116,7 +223,7 @@ def run(args: argparse.Namespace, http: httpx.Client, runtime: Runtime, fake: Fa
                                      kind="app_mention"), "EvWarm")
     ).encode()
     http.post("/slack/events", content=warm, headers=signed(SECRET, warm))
-    wait_for(runtime, 1, args.model_s + 30)
+    wait_for(database, 1, args.model_s + 30)
     acks: list[float] = []
     posted: dict[str, float] = {}
     lock = threading.Lock()
@@ -147,7 +254,7 @@ def run(args: argparse.Namespace, http: httpx.Client, runtime: Runtime, fake: Fa
         t.join()
     for client in clients:
         client.close()
-    rows = wait_for(runtime, args.events + 1, args.model_s * args.events / args.workers + 120)
+    rows = wait_for(database, args.events + 1, args.model_s * args.events / args.workers + 120)
     first_text = []
     for row in rows:
         if row.message_ts not in posted:
@@ -181,10 +288,10 @@ def run(args: argparse.Namespace, http: httpx.Client, runtime: Runtime, fake: Fa
     }
 
 
-def wait_for(runtime: Runtime, count: int, timeout_s: float) -> list[SlackDelivery]:
+def wait_for(database: Database, count: int, timeout_s: float) -> list[SlackDelivery]:
     deadline = time.monotonic() + timeout_s
     while True:
-        with runtime.database.session() as session:
+        with database.session() as session:
             rows = list(session.scalars(select(SlackDelivery)))
             session.expunge_all()
         if len(rows) >= count and all(r.state in ("posted", "failed") for r in rows):
@@ -195,7 +302,8 @@ def wait_for(runtime: Runtime, count: int, timeout_s: float) -> list[SlackDelive
 
 
 def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
-    table = Table(title=f"Slack: {r['events']} events at once, a {r['model_s']:g} s model")
+    title = f"Slack ({r['database']}): {r['events']} events at once, a {r['model_s']:g} s model"
+    table = Table(title=title)
     for column in ("measure", "value", "target"):
         table.add_column(column)
     table.add_row("deliveries (incl. retries)", str(r["deliveries"]), "")

@@ -117,12 +117,18 @@ def slack_settings(data_dir: Path, database_url: str, fake: FakeSlack, **slack: 
             token = accounts.issue_surface_token(session, "slack")
     finally:
         db.close()
-    port = free_port()
+    return settings_for(data_dir, database_url, fake.url, token, free_port(), **slack)
+
+
+def settings_for(
+    data_dir: Path, database_url: str, api_url: str, token: str, port: int, **slack: Any
+) -> Settings:
+    """The settings of :func:`slack_settings` for a given Web API URL, surface token and port."""
     values = {
         "bot_token": BOT_TOKEN,
         "signing_secret": SECRET,
         "mode": "http",
-        "api_url": fake.url,
+        "api_url": api_url,
         "server_url": f"http://127.0.0.1:{port}",
         "service_token": token,
         "update_every_s": 0.05,

@@ -25,7 +25,7 @@ from search2o.errors import ConfigError
 from search2o.surfaces.slack.commands import SlashCommand
 from search2o.surfaces.slack.pipeline import SlackPipeline
 from search2o.surfaces.slack.records import DeliveryStore
-from search2o.surfaces.slack.surface import connect
+from search2o.surfaces.slack.surface import shared_client
 
 if TYPE_CHECKING:
     from search2o.runtime import Runtime
@@ -79,7 +79,7 @@ def run_socket(runtime: Runtime, stop: threading.Event) -> None:
     pipeline = SlackPipeline(
         slack, DeliveryStore(runtime.database, runtime.key_provider), runtime.jobs
     )
-    command = SlashCommand(lambda: connect(runtime.settings))
+    command = SlashCommand(shared_client(runtime.settings))
     client = SocketModeClient(
         app_token=slack.app_token.get_secret_value(),
         web_client=WebClient(base_url=slack.api_url),
