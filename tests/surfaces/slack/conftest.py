@@ -155,10 +155,13 @@ def slack_env(
     """Start the server and the fake Slack: ``slack_env(**slack settings) -> SlackEnv``."""
     stack: list[Any] = []
 
-    def start(script: Any = None, **slack: Any) -> SlackEnv:
+    def start(script: Any = None, jobs_in_server: bool = True, **slack: Any) -> SlackEnv:
         fake = FakeSlack(token=BOT_TOKEN).__enter__()
         stack.append(fake)
         settings = slack_settings(tmp_path / "data", database_url, fake, **slack)
+        if not jobs_in_server:  # the test runs its own workers
+            jobs = settings.jobs.model_copy(update={"server_workers": 0})
+            settings = settings.model_copy(update={"jobs": jobs})
         model = ScriptedChatModel(script or answering("Twenty-five days a year."))
         runtime = Runtime(settings, embedder=embedder, chat_model=model)
         stack.append(runtime)

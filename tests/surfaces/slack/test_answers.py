@@ -10,8 +10,11 @@ recipient in channels.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,10 +36,12 @@ def mention(text: str, ts: str, **kw: Any) -> dict[str, Any]:
 
 
 class DiesOnce:
-    """A model whose first answer writes a few words and then dies; later ones answer."""
+    """A model whose first answer writes a few words and then dies (or hangs for ``hang_s``);
+    later ones answer."""
 
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: str, hang_s: float = 0.0) -> None:
         self.answer = answer
+        self.hang_s = hang_s
         self.calls = 0
         self.lock = threading.Lock()
 
@@ -44,8 +49,10 @@ class DiesOnce:
         with self.lock:
             self.calls += 1
             first = self.calls == 1
+        if first and self.hang_s:
+            return [*pieces("Half an answer", pause=0.05), self.hang_s]
         if first:
-            return [*pieces("Half an answer", pause=0.05), 0.3, RuntimeError("the worker died")]
+            return [*pieces("Half an answer", pause=0.05), 0.3, RuntimeError("the model died")]
         return pieces(self.answer, pause=0.01)
 
 
@@ -250,4 +257,52 @@ def test_a_refused_stream_falls_back_to_post_and_edit(slack_env: SlackFactory) -
     assert row.state == "posted"
     (reply,) = env.fake.replies("C1", ts)
     assert "Twenty-five days" in reply["text"]
+    assert len(env.fake.of("chat.postMessage")) == 1
+
+
+def test_a_worker_killed_mid_answer_leaves_one_answer_after_the_job_runs_again(
+    slack_env: SlackFactory, tmp_path: Path
+) -> None:
+    # the server's model: the first answer writes a few words and hangs (the worker dies then)
+    model = DiesOnce("Twenty-five days of paid vacation.", hang_s=600)
+    env = slack_env(model, jobs_in_server=False)
+    settings = env.runtime.settings
+    assert settings.slack.service_token is not None
+    config = {
+        "data_dir": str(settings.data_dir),
+        "database_url": settings.resolved_database_url,
+        "api_url": settings.slack.api_url,
+        "token": settings.slack.service_token.get_secret_value(),
+        "port": settings.port,
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.surfaces.slack.answer_worker", json.dumps(config)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().startswith("ready")
+        ts = "1700001001.000100"
+        env.event(mention("How many vacation days?", ts), "EvKill")
+        wait_until(
+            lambda: any("Half" in c.params.get("text", "") for c in env.fake.of("chat.update")),
+            30,
+            "the first attempt's partial answer",
+        )
+        worker.kill()  # SIGKILL in the middle of the answer
+        worker.wait(timeout=10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(timeout=10)
+        if worker.stdout is not None:
+            worker.stdout.close()
+    (row,) = env.deliveries()
+    assert row.state == "answering" and row.reply_ts is not None
+    env.runtime.jobs.start_consumer(1)  # another worker: it takes the job once its lease ends
+    (row,) = env.settled(1, timeout_s=40)
+    (job,) = env.jobs()
+    assert job.attempts == 2 and row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)  # the thread holds exactly one answer
+    assert reply["ts"] == row.reply_ts and "Twenty-five days" in reply["text"]
     assert len(env.fake.of("chat.postMessage")) == 1
