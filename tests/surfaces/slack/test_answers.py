@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -187,7 +188,7 @@ def click(env: SlackEnv, reply: dict[str, Any], rating: str, channel: str = "C1"
         "container": {"type": "message", "message_ts": reply["ts"], "channel_id": channel},
         "actions": [{**button, "action_ts": "1700000999.1", "type": "button"}],
     }
-    body = ("payload=" + __import__("urllib.parse").parse.quote(json.dumps(payload))).encode()
+    body = urlencode({"payload": json.dumps(payload)}).encode()
     response = env.post(
         body, path="/slack/interactions", content_type="application/x-www-form-urlencoded"
     )
@@ -306,3 +307,34 @@ def test_a_worker_killed_mid_answer_leaves_one_answer_after_the_job_runs_again(
     (reply,) = env.fake.replies("C1", ts)  # the thread holds exactly one answer
     assert reply["ts"] == row.reply_ts and "Twenty-five days" in reply["text"]
     assert len(env.fake.of("chat.postMessage")) == 1
+
+
+def test_a_link_code_links_the_account_by_slash_command_and_by_dm(
+    slack_env: SlackFactory,
+) -> None:
+    env = slack_env()
+    ann = add_user(env.runtime, "ann@example.com")
+    bob = add_user(env.runtime, "bob@example.com")
+
+    def code(user: dict[str, str]) -> str:
+        minted = env.http.post("/v1/surfaces/link-codes", json={"surface": "slack"}, headers=user)
+        assert minted.status_code == 201, minted.text
+        return str(minted.json()["code"])
+
+    form = {"command": "/search2o", "team_id": "T1", "user_id": "U1", "text": "link NOPE-NOPE-NOP"}
+    wrong = env.post(urlencode(form).encode(), content_type="application/x-www-form-urlencoded")
+    assert wrong.status_code == 200 and wrong.json()["text"].startswith("That did not work")
+    form["text"] = f"link {code(ann)}"
+    linked = env.post(urlencode(form).encode(), content_type="application/x-www-form-urlencoded")
+    assert linked.json() == {"response_type": "ephemeral", "text": "Linked to ann@example.com."}
+    # in a DM: `link CODE` links, and the next question acts as the linked user
+    dm = message_event(f"link {code(bob)}", "1700001101.000100", channel="D2",
+                       channel_type="im", user="U2")
+    env.event(dm, "EvLink")
+    env.settled(1)
+    (reply,) = env.fake.replies("D2", "1700001101.000100")
+    assert reply["text"] == "Linked to bob@example.com. Ask me anything."
+    env.event(message_event("vacation?", "1700001102.000100", channel="D2", channel_type="im",
+                            user="U2"), "EvLink2")
+    rows = env.settled(2)
+    assert rows[1].act_as == "user:T1:U2"
