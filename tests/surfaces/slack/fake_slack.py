@@ -17,7 +17,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -55,6 +55,7 @@ class Fault:
     error: str | None = None
     retry_after: int | None = None
     times: int = 1
+    when: Callable[[dict[str, Any]], bool] | None = None
 
 
 class FakeSlack:
@@ -105,10 +106,12 @@ class FakeSlack:
         error: str | None = None,
         retry_after: int | None = None,
         times: int = 1,
+        when: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
-        """Make the next ``times`` calls of ``method`` fail (HTTP ``status``, Slack ``error``)."""
+        """Make the next ``times`` calls of ``method`` (those ``when`` accepts) fail."""
         with self._lock:
-            self._faults.setdefault(method, []).append(Fault(status, error, retry_after, times))
+            fault = Fault(status, error, retry_after, times, when)
+            self._faults.setdefault(method, []).append(fault)
 
     def add_user(self, user_id: str, email: str | None, team: str = TEAM) -> None:
         """Give ``users.info`` a user (``email`` ``None``: no email visible)."""
@@ -155,7 +158,7 @@ class FakeSlack:
         if token != wanted:
             return 200, {"ok": False, "error": "invalid_auth"}, {}
         faults = self._faults.get(method, [])
-        if faults:
+        if faults and (faults[0].when is None or faults[0].when(params)):
             fault = faults[0]
             fault.times -= 1
             if fault.times <= 0:

@@ -338,3 +338,17 @@ def test_a_link_code_links_the_account_by_slash_command_and_by_dm(
                             user="U2"), "EvLink2")
     rows = env.settled(2)
     assert rows[1].act_as == "user:T1:U2"
+
+
+def test_a_final_message_refused_as_too_long_lands_cut(slack_env: SlackFactory) -> None:
+    env = slack_env()
+    env.fake.fail("chat.update", error="msg_too_long", when=lambda params: "blocks" in params)
+    ts = "1700001201.000100"
+    env.event(mention("vacation?", ts), "EvLong")
+    (row,) = env.settled(1)
+    assert row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)
+    assert "Twenty-five days" in reply["text"]
+    assert reply["blocks"][0]["text"]["text"].endswith("_(answer cut)_")
+    refused = [c for c in env.fake.calls if c.answer.get("error") == "msg_too_long"]
+    assert len(refused) == 1

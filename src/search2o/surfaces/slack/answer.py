@@ -333,7 +333,17 @@ class _Writer:
                 api.call("chat.stopStream", channel=q.channel, ts=self.ts)
             except SlackCallError as exc:
                 log.info("slack chat.stopStream: %s", exc.error)
-        api.call(
+        try:
+            self._update(rendered)
+        except SlackCallError as exc:
+            if exc.error != "msg_too_long":
+                raise
+            self._update(rendered.shortened())  # the final text lands, cut
+        return str(self.ts)
+
+    def _update(self, rendered: Rendered) -> None:
+        q = self.question
+        self.owner.api.call(
             "chat.update",
             budget=(self.owner.budget, q.team),
             channel=q.channel,
@@ -341,4 +351,3 @@ class _Writer:
             text=rendered.text,
             blocks=rendered.blocks,
         )
-        return str(self.ts)
