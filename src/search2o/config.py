@@ -707,6 +707,71 @@ class McpSettings(BaseModel):
         return value
 
 
+class SlackSettings(BaseModel):
+    """The Slack surface (:mod:`search2o.surfaces.slack`, docs/slack.md).
+
+    Slack is on when ``bot_token`` and ``signing_secret`` are set (:attr:`configured`). In
+    ``http`` mode Slack posts to ``/slack/events`` and ``/slack/interactions`` of this server;
+    in ``socket`` mode (the default: no inbound port) ``search2o slack socket`` holds a Socket
+    Mode connection with ``app_token`` (``xapp-``). Answers are jobs that call this server's API
+    at ``server_url`` with the surface token ``service_token`` (``search2o surfaces token
+    slack``), never the engines. ``api_url`` is the Slack Web API base (a test points it at a
+    fake). ``update_budget`` ``chat.update`` calls per ``update_window_s`` seconds and per
+    workspace bound the edits of answers in flight (Slack's ``chat.update`` is a Tier 3 method,
+    about 50 a minute; Slack API docs, "Rate limits"); intermediate edits beyond it are skipped,
+    the final one waits for room.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    bot_token: SecretStr | None = Field(default=None, description="xoxb- bot token")
+    signing_secret: SecretStr | None = Field(default=None, description="the app's signing secret")
+    app_token: SecretStr | None = Field(default=None, description="xapp- token (Socket Mode)")
+    mode: Literal["socket", "http"] = Field(default="socket", description="socket or http")
+    api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL")
+    server_url: str | None = Field(
+        default=None, description="this server's API as answers reach it (default http://host:port)"
+    )
+    service_token: SecretStr | None = Field(
+        default=None, description="surface token from `search2o surfaces token slack`"
+    )
+    update_budget: int = Field(default=40, ge=1, le=1000, description="chat.update calls")
+    update_window_s: float = Field(default=60.0, gt=0, le=3600, description="per this window")
+    update_every_s: float = Field(
+        default=1.0, ge=0, le=60, description="shortest pause between two edits of one answer"
+    )
+    stream: bool = Field(default=True, description="native streaming (chat.startStream)")
+    allow_bots: bool = Field(default=False, description="answer other bots' messages")
+    agent: str | None = Field(
+        default=None, min_length=1, max_length=100, description="the agent new threads start"
+    )
+    unlinked: Literal["channel", "link_only"] = Field(
+        default="channel", description="unlinked users: channel scope + hint, or only a hint"
+    )
+    max_question_chars: int = Field(default=8000, ge=1, le=40_000)
+
+    @field_validator("api_url", "server_url")
+    @classmethod
+    def _api_url(cls, value: str | None) -> str | None:
+        # The bot token travels to api_url: https, plain http to loopback only.
+        if value is None:
+            return None
+        problem = url_problem(value, secure=True, query=False)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip().rstrip("/") + "/"
+
+    @property
+    def configured(self) -> bool:
+        """Whether the surface is on: a bot token and a signing secret are set."""
+        return bool(
+            self.bot_token
+            and self.bot_token.get_secret_value()
+            and self.signing_secret
+            and self.signing_secret.get_secret_value()
+        )
+
+
 class ServeSettings(BaseModel):
     """How ``search2o serve`` runs its HTTP processes (docs/deployment.md).
 
@@ -818,6 +883,7 @@ class Settings(BaseSettings):
     runs: RunSettings = Field(default_factory=RunSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)

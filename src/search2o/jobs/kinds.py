@@ -13,7 +13,9 @@ enqueue exactly the kinds a worker can run. Every handler is idempotent (docs/jo
 * ``state.compact`` (payload ``conversation``; when a save passes ``state.compact_every``): fold
   a conversation's state changes into a snapshot;
 * ``documents.ingest`` (payload ``upload``, ``groups``, ``users``; one per
-  ``POST /v1/documents``): ingest the files of an API upload.
+  ``POST /v1/documents``): ingest the files of an API upload;
+* ``slack.answer`` (payload ``delivery``) and ``slack.rate`` (``delivery``, ``rating``), when
+  the ``slack`` section is configured (:mod:`search2o.surfaces.slack`, docs/slack.md).
 
 A periodic kind runs at most every ``jobs.tick_s`` (shorter intervals are raised to it), once
 across all consumers.
@@ -91,6 +93,10 @@ def build_registry(runtime: Runtime) -> JobRegistry:
     registry.add("uploads.clean", lambda ctx, payload: _clean_uploads(runtime), every_s=3600)
     registry.add(COMPACT, compact)
     registry.add(INGEST, lambda ctx, payload: _ingest_upload(runtime, ctx, payload))
+    if settings.slack.configured:  # slack.answer, slack.rate (docs/slack.md)
+        from search2o.surfaces.slack import add_slack_kinds
+
+        add_slack_kinds(registry, runtime)
     return registry
 
 

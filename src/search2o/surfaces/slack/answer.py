@@ -1,0 +1,353 @@
+"""The jobs of the Slack surface: answer a question in its thread, store a rating.
+
+``slack.answer`` (payload ``{"delivery": id}``), idempotent through the delivery record:
+
+1. a delivery already ``posted`` or ``failed`` is done; otherwise it becomes ``answering`` and
+   the question gets a 👀 reaction (always removed at the end);
+2. who it acts as: in a direct message the linked user (linked on the way by the Slack email,
+   ``users.info``, when the account is not linked yet); in a channel, or for an unlinked user,
+   the shared-channel principal (documents open to everyone), said in a footer with a one-line
+   hint how to link (``slack.unlinked = "link_only"``: only the hint). ``link CODE`` in a
+   direct message links the account;
+3. the thread's conversation (:meth:`search2o.client.Client.conversation_for_thread`), or a new
+   one (started by ``slack.agent`` when set) remembered for the thread; a follow-up in the
+   thread continues it, and answers its agent's waiting ``ask``;
+4. the answer in the thread: natively streamed (``chat.startStream`` / ``appendStream`` /
+   ``stopStream`` with ``recipient_team_id`` and ``recipient_user_id``, buffered to one append
+   per ``slack.update_every_s``), or, when streaming is off or refused, ``chat.postMessage`` and
+   ``chat.update`` at most every ``update_every_s`` within the workspace's
+   :class:`~search2o.surfaces.slack.webapi.UpdateBudget`. The answer's ``ts`` is stored as soon
+   as the message exists, so an attempt after a crash edits that message and never posts a
+   second one. The final text (citations, Sources, footer, thumbs buttons) always lands: it
+   waits for budget and for ``Retry-After``;
+5. ``posted`` with the answer's message id; the question's text is dropped.
+
+An attempt that fails is retried by the queue (backoff); the last one posts a short visible
+error in the thread (editing the answer if it exists) and ends ``failed``: never a silent end.
+
+``slack.rate`` (payload ``{"delivery", "rating"}``) stores a click of the thumbs buttons as the
+answer's rating (:meth:`search2o.client.Client.rate`), acting as the principal that asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from search2o.client import Client, act_as_shared, act_as_user
+from search2o.config import SlackSettings
+from search2o.errors import ConflictError, InputError, ProviderError, Search2oError
+from search2o.events import ConversationEvent, DeltaEvent, DoneEvent, ErrorEvent
+from search2o.jobs.context import JobContext
+from search2o.surfaces.slack.records import Delivery, DeliveryStore
+from search2o.surfaces.slack.render import Rendered, escape, render_answer, render_notice
+from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
+
+__all__ = ["CHANNEL_FOOTER", "LINK_HINT", "SlackAnswerer"]
+
+CHANNEL_FOOTER = "Answered from documents open to everyone in this workspace."
+LINK_HINT = (
+    "Link your account for answers with your own access: DM me `link CODE` "
+    "(get a code in the search2o Web App)."
+)
+REACTION = "eyes"
+_LINK = re.compile(r"link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.IGNORECASE)
+log = logging.getLogger("search2o.slack")
+
+
+class SlackAnswerer:
+    """The handlers of ``slack.answer`` and ``slack.rate`` (module docstring).
+
+    Args:
+        settings: the ``slack`` section.
+        store: the delivery records.
+        api: the Slack Web API with the bot token.
+        budget: this process's ``chat.update`` budget per workspace.
+        connect: returns the process's :class:`~search2o.client.Client` of our API with the
+            surface token (shared by every answer: it is thread-safe, and one connection pool
+            spares each job a new TLS context).
+
+    """
+
+    def __init__(
+        self,
+        settings: SlackSettings,
+        store: DeliveryStore,
+        api: SlackApi,
+        budget: UpdateBudget,
+        connect: Callable[[], Client],
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.api = api
+        self.budget = budget
+        self.connect = connect
+
+    # --- slack.answer -------------------------------------------------------------------------
+
+    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        """Answer one delivery (module docstring); return ``{"state", "ts"}``.
+
+        Raises:
+            InputError: the delivery does not exist (nothing to retry).
+            ProviderError, Search2oError: this attempt failed; the queue retries it.
+
+        """
+        delivery = self.store.load(int(payload.get("delivery", 0)))
+        if delivery is None:
+            raise InputError("payload.delivery", "names no Slack delivery")
+        if delivery.state in ("posted", "failed"):
+            return {"state": delivery.state, "ts": delivery.reply_ts}
+        self.store.set(delivery.id, state="answering")
+        question = delivery.question
+        self._react("reactions.add", delivery)
+        try:
+            ts = self._answer(self.connect(), delivery)
+            self.store.finish(delivery.id, "posted")
+            return {"state": "posted", "ts": ts}
+        except Exception as exc:
+            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
+                self._fail_visibly(delivery.id, exc)
+            raise
+        finally:
+            self._react("reactions.remove", delivery)
+            log.info(
+                "slack answer attempt %s", ctx.attempt,
+                extra={"fields": {"delivery": delivery.id, "team": question.team}},
+            )
+
+    def _answer(self, client: Client, delivery: Delivery) -> str:
+        question = delivery.question
+        if question.direct:
+            linked = _LINK.fullmatch(question.text.strip())
+            if linked is not None:
+                return self._final(delivery, render_notice(self._link(client, delivery, linked)))
+        act_as, footer = self._speaker(client, delivery)
+        if act_as is None:
+            return self._final(delivery, render_notice(LINK_HINT))
+        self.store.set(delivery.id, act_as=act_as)
+        me = client.acting_as(act_as)
+        conversation = me.conversation_for_thread(
+            question.team, question.channel, question.thread_ts
+        )
+        writer = _Writer(self, delivery)
+        done: DoneEvent | None = None
+        # A new thread starts slack.agent (if set); a follow-up continues the conversation,
+        # and answers its agent's waiting `ask` when there is one.
+        agent = self.settings.agent if conversation is None else None
+        for item in me.chat(question.text, conversation_id=conversation, agent=agent):
+            event = item.event
+            if isinstance(event, ConversationEvent) and conversation is None:
+                conversation = event.conversation_id
+                # the first mapping wins; this answer still lands in the thread
+                with contextlib.suppress(ConflictError):
+                    me.remember_thread(
+                        question.team, question.channel, question.thread_ts, conversation
+                    )
+            elif isinstance(event, DeltaEvent):
+                writer.add(event.text)
+            elif isinstance(event, ErrorEvent):
+                raise ProviderError(f"the answer failed: {event.message}")
+            elif isinstance(event, DoneEvent):
+                done = event
+        if done is None:
+            raise ProviderError("the answer's stream ended without its last event")
+        if done.message_id:
+            self.store.set(delivery.id, answer_message_id=done.message_id)
+        rendered = render_answer(
+            done.text, done.citations, footer=footer, feedback=str(delivery.id)
+        )
+        return writer.finish(rendered)
+
+    def _speaker(self, client: Client, delivery: Delivery) -> tuple[str | None, str | None]:
+        """Return ``(act-as header value or None for "only a link prompt", footer)``."""
+        question = delivery.question
+        shared = act_as_shared(question.team)
+        if not question.direct:
+            return shared, CHANNEL_FOOTER
+        if client.identity(question.team, question.user) is None:
+            email = self._email(question.user)
+            if email is None or client.link_by_email(question.team, question.user, email) is None:
+                if self.settings.unlinked == "link_only":
+                    return None, None
+                return shared, f"{CHANNEL_FOOTER} {LINK_HINT}"
+        return act_as_user(question.team, question.user), None
+
+    def _email(self, user: str) -> str | None:
+        """Return the user's email (``users.info``, scope ``users:read.email``), or None."""
+        try:
+            found = self.api.call("users.info", user=user)
+        except SlackCallError as exc:
+            log.warning("slack users.info failed: %s", exc.error)
+            return None
+        email = ((found.get("user") or {}).get("profile") or {}).get("email")
+        return str(email) if isinstance(email, str) and email else None
+
+    def _link(self, client: Client, delivery: Delivery, found: re.Match[str]) -> str:
+        question = delivery.question
+        try:
+            linked = client.link(question.team, question.user, found.group(1))
+        except InputError as exc:
+            return f"That code did not work: {exc.reason}."
+        return f"Linked to {linked.email}. Ask me anything."
+
+    def _react(self, method: str, delivery: Delivery) -> None:
+        """Add or remove the 👀 status reaction; its failure never stops the answer."""
+        question = delivery.question
+        try:
+            self.api.call(method, channel=question.channel, timestamp=question.ts, name=REACTION)
+        except ProviderError as exc:
+            log.info("slack %s: %s", method, exc.message)
+
+    def _final(self, delivery: Delivery, rendered: Rendered) -> str:
+        return _Writer(self, delivery, stream=False).finish(rendered)
+
+    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
+        """Post (or edit the answer into) a short visible error; mark the delivery failed."""
+        delivery = self.store.load(delivery_id)
+        if delivery is None:
+            return
+        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
+        notice = render_notice(
+            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
+        )
+        try:
+            _Writer(self, delivery, stream=False).finish(notice)
+        except ProviderError as failed:
+            log.error("slack: the error notice could not be posted: %s", failed.message)
+        self.store.finish(delivery_id, "failed")
+
+    # --- slack.rate ---------------------------------------------------------------------------
+
+    def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        """Store a thumbs click as the answer's rating; return ``{"message", "rating"}``.
+
+        Raises:
+            InputError: the delivery, its answer or the rating is missing (nothing to retry).
+
+        """
+        delivery = self.store.load(int(payload.get("delivery", 0)))
+        rating = payload.get("rating")
+        if delivery is None or delivery.answer_message_id is None or delivery.act_as is None:
+            raise InputError("payload.delivery", "names no answered Slack delivery")
+        if rating not in ("up", "down"):
+            raise InputError("payload.rating", "must be up or down")
+        self.connect().acting_as(delivery.act_as).rate(delivery.answer_message_id, str(rating))
+        return {"message": delivery.answer_message_id, "rating": rating}
+
+
+class _Writer:
+    """One answer's message in its thread: created once, then appended to or edited."""
+
+    def __init__(self, owner: SlackAnswerer, delivery: Delivery, stream: bool = True) -> None:
+        self.owner = owner
+        self.delivery = delivery
+        self.question = delivery.question
+        self.ts = delivery.reply_ts
+        # A message from an earlier attempt is edited, never streamed into again.
+        self.streaming = stream and owner.settings.stream and self.ts is None
+        self.text = ""
+        self.sent = 0
+        self.last = 0.0
+
+    def _created(self, ts: str) -> None:
+        self.ts = ts
+        self.owner.store.set(self.delivery.id, reply_ts=ts)
+
+    def _start(self) -> None:
+        """Create the message: a native stream, or (refused, or off) a posted placeholder."""
+        q, api = self.question, self.owner.api
+        if self.streaming:
+            try:
+                started = api.call(
+                    "chat.startStream",
+                    channel=q.channel,
+                    thread_ts=q.thread_ts,
+                    recipient_team_id=q.team,
+                    recipient_user_id=q.user,
+                )
+                self._created(str(started["ts"]))
+                return
+            except SlackCallError as exc:
+                log.info("slack streaming refused (%s): posting and editing", exc.error)
+                self.streaming = False
+        posted = api.call(
+            "chat.postMessage", channel=q.channel, thread_ts=q.thread_ts, text="_Searching…_"
+        )
+        self._created(str(posted["ts"]))
+
+    def add(self, piece: str) -> None:
+        """Take a piece of the answer; show what is new at most every ``update_every_s``."""
+        self.text += piece
+        if self.ts is None:
+            self._start()
+        now = time.monotonic()
+        if now - self.last < self.owner.settings.update_every_s:
+            return
+        q, api = self.question, self.owner.api
+        try:
+            if self.streaming:
+                api.call(
+                    "chat.appendStream",
+                    max_waits=0,
+                    channel=q.channel,
+                    ts=self.ts,
+                    markdown_text=escape(self.text[self.sent :]),
+                )
+                self.sent = len(self.text)
+            else:
+                # an intermediate edit: skipped when rate limited or out of budget; the final
+                # one waits
+                text = escape(self.text) + " …"
+                api.call(
+                    "chat.update",
+                    max_waits=0,
+                    budget=(self.owner.budget, q.team),
+                    channel=q.channel,
+                    ts=self.ts,
+                    text=text,
+                )
+        except SlackCallError as exc:
+            log.info("slack intermediate %s skipped: %s", exc.method, exc.error)
+        self.last = now
+
+    def finish(self, rendered: Rendered) -> str:
+        """Make the message say ``rendered``; return its ``ts``. Always lands (waits)."""
+        q, api = self.question, self.owner.api
+        if self.ts is None:
+            posted = api.call(
+                "chat.postMessage",
+                channel=q.channel,
+                thread_ts=q.thread_ts,
+                text=rendered.text,
+                blocks=rendered.blocks,
+            )
+            self._created(str(posted["ts"]))
+            return str(self.ts)
+        if self.streaming:
+            try:
+                api.call("chat.stopStream", channel=q.channel, ts=self.ts)
+            except SlackCallError as exc:
+                log.info("slack chat.stopStream: %s", exc.error)
+        try:
+            self._update(rendered)
+        except SlackCallError as exc:
+            if exc.error != "msg_too_long":
+                raise
+            self._update(rendered.shortened())  # the final text lands, cut
+        return str(self.ts)
+
+    def _update(self, rendered: Rendered) -> None:
+        q = self.question
+        self.owner.api.call(
+            "chat.update",
+            budget=(self.owner.budget, q.team),
+            channel=q.channel,
+            ts=self.ts,
+            text=rendered.text,
+            blocks=rendered.blocks,
+        )

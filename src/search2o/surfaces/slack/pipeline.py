@@ -1,0 +1,113 @@
+"""The one pipeline every Slack delivery goes through, from HTTP and from Socket Mode alike.
+
+verify (HTTP: :mod:`search2o.signing`; Socket Mode: the connection is the app token's) →
+normalise (:mod:`~search2o.surfaces.slack.events`) → dedupe and record
+(:class:`~search2o.surfaces.slack.records.DeliveryStore`) → enqueue a job → acknowledge.
+Nothing slow happens before the acknowledgement: no model, no search, no Slack Web API call;
+only two short database writes.
+
+A question recorded before is acknowledged and ignored, but its job is enqueued again with
+the same dedupe key (a no-op when the job exists): a delivery whose first attempt recorded the
+question and then failed to enqueue (the database went away in between) is not lost to the
+retry that would otherwise be ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from search2o.config import SlackSettings
+from search2o.jobs.queue import JobQueue
+from search2o.surfaces.slack.events import normalise_event
+from search2o.surfaces.slack.records import DeliveryStore
+from search2o.surfaces.slack.render import FEEDBACK_ACTIONS
+
+__all__ = ["ANSWER", "RATE", "Outcome", "SlackPipeline", "answer_dedupe_key"]
+
+ANSWER = "slack.answer"
+RATE = "slack.rate"
+log = logging.getLogger("search2o.slack")
+
+
+def answer_dedupe_key(delivery_id: int) -> str:
+    """Return the dedupe key of the one answer job of a delivery."""
+    return f"{ANSWER}:{delivery_id}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the pipeline did with one delivery.
+
+    ``status``: ``answered`` (recorded, job enqueued), ``duplicate`` (seen before),
+    ``ignored`` (nothing to answer) or ``rated``.
+    """
+
+    status: str
+    delivery: int | None = None
+
+
+class SlackPipeline:
+    """Take Slack events and interactions: dedupe, record, enqueue (module docstring).
+
+    Args:
+        settings: the ``slack`` section.
+        store: the delivery records.
+        queue: the job queue (``slack.answer`` and ``slack.rate`` registered).
+
+    """
+
+    def __init__(self, settings: SlackSettings, store: DeliveryStore, queue: JobQueue) -> None:
+        self.settings = settings
+        self.store = store
+        self.queue = queue
+
+    def take_event(self, envelope: dict[str, Any]) -> Outcome:
+        """Take one ``event_callback`` (already verified)."""
+        question = normalise_event(
+            envelope,
+            allow_bots=self.settings.allow_bots,
+            known_thread=self.store.knows_thread,
+            max_chars=self.settings.max_question_chars,
+        )
+        if question is None:
+            return Outcome("ignored")
+        delivery, new = self.store.record(question)
+        self.queue.enqueue(ANSWER, {"delivery": delivery}, dedupe_key=answer_dedupe_key(delivery))
+        log.info(
+            "slack event %s", "recorded" if new else "duplicate",
+            extra={"fields": {"event_id": question.event_id, "delivery": delivery}},
+        )
+        return Outcome("answered" if new else "duplicate", delivery)
+
+    def take_interaction(self, payload: dict[str, Any]) -> Outcome:
+        """Take one interactivity payload (a ``block_actions`` click on the thumbs buttons).
+
+        The rating is stored by a job (``slack.rate``) so the click is acknowledged at once; a
+        value that names another workspace's or channel's answer is ignored.
+        """
+        if payload.get("type") != "block_actions":
+            return Outcome("ignored")
+        team = str((payload.get("team") or {}).get("id") or "")
+        channel = str((payload.get("channel") or {}).get("id") or "")
+        for action in payload.get("actions") or []:
+            if not isinstance(action, dict) or action.get("action_id") not in FEEDBACK_ACTIONS:
+                continue
+            number, _, rating = str(action.get("value") or "").partition(":")
+            if not number.isdigit() or rating not in ("up", "down"):
+                continue
+            delivery = self.store.load(int(number))
+            if delivery is None or (delivery.question.team, delivery.question.channel) != (
+                team,
+                channel,
+            ):
+                continue
+            stamp = str(action.get("action_ts") or "")[:32]
+            self.queue.enqueue(
+                RATE,
+                {"delivery": delivery.id, "rating": rating},
+                dedupe_key=f"{RATE}:{delivery.id}:{stamp}",
+            )
+            return Outcome("rated", delivery.id)
+        return Outcome("ignored")
