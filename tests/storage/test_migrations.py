@@ -13,7 +13,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0014"
+HEAD = "0015"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
