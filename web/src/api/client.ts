@@ -1,5 +1,6 @@
 // The one way the app talks to the server: same-origin requests that always carry
-// `X-Search2o-Client: web` (the server's CSRF check will require it) and never a token.
+// `X-Search2o-Client: web` (the server's CSRF check requires it with a session cookie) and never a
+// token: the session is an HttpOnly cookie the browser sends.
 import type { components } from "./schema";
 
 export type Schemas = components["schemas"];
