@@ -51,6 +51,9 @@ def test_explicit_config_file_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_pa
         ("SEARCH2O_PORT", "70000", "port"),
         ("SEARCH2O_AUTH_MODE", "open", "auth_mode"),
         ("SEARCH2O_KNOWLEDGE__OVERLAP_TOKENS", "150", "knowledge"),
+        ("SEARCH2O_OIDC__ISSUER", "https://login.example.com", "oidc.issuer needs oidc.client_id"),
+        ("SEARCH2O_OIDC__ISSUER", "http://login.example.com", "oidc.issuer"),
+        ("SEARCH2O_WEB__IDLE_MINUTES", "0", "web.idle_minutes"),
     ],
 )
 def test_bad_values_name_the_setting(

@@ -20,7 +20,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal, get_user
@@ -32,6 +32,7 @@ from search2o.storage.signin_models import SigninGrant, WebSession
 __all__ = [
     "COOKIE_NAME",
     "MAX_LINK_MINUTES",
+    "MAX_PENDING_OIDC",
     "OIDC_REQUEST_MINUTES",
     "IssuedLink",
     "OidcRequest",
@@ -52,6 +53,9 @@ MAX_LINK_MINUTES = 1440
 
 OIDC_REQUEST_MINUTES = 10
 """How long an OIDC authorization request may take at the identity provider."""
+
+MAX_PENDING_OIDC = 10_000
+"""Most OIDC requests in flight at once: anyone may start one, so their rows are bounded."""
 
 _TOUCH_EVERY = timedelta(seconds=60)
 """``last_seen_at`` is written at most once a minute per session (not on every request)."""
@@ -211,8 +215,28 @@ def redeem_login_link(session: Session, value: str) -> User:
 def begin_oidc(session: Session) -> OidcRequest:
     """Store a new authorization request (``state``, ``nonce``, PKCE verifier); return it.
 
-    The verifier is 64 URL-safe characters (RFC 7636 section 4.1: 43 to 128).
+    The verifier is 64 URL-safe characters (RFC 7636 section 4.1: 43 to 128). Starting one
+    needs no account, so expired or used grants are deleted first and at most
+    :data:`MAX_PENDING_OIDC` may wait at once.
+
+    Raises:
+        AuthenticationError: that many are waiting already (try again in a few minutes).
+
     """
+    now = utcnow()
+    session.execute(
+        delete(SigninGrant).where(
+            (SigninGrant.expires_at <= now) | SigninGrant.used_at.is_not(None)
+        )
+    )
+    pending = session.scalar(
+        select(func.count()).select_from(SigninGrant).where(SigninGrant.kind == "oidc")
+    )
+    if int(pending or 0) >= MAX_PENDING_OIDC:
+        raise AuthenticationError(
+            "too many sign-ins are in progress at the identity provider: try again in a few "
+            "minutes"
+        )
     request = OidcRequest(
         secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48)
     )
@@ -222,7 +246,7 @@ def begin_oidc(session: Session) -> OidcRequest:
             value_hash=_hash(request.state),
             nonce=request.nonce,
             code_verifier=request.code_verifier,
-            expires_at=utcnow() + timedelta(minutes=OIDC_REQUEST_MINUTES),
+            expires_at=now + timedelta(minutes=OIDC_REQUEST_MINUTES),
         )
     )
     session.flush()

@@ -11,10 +11,12 @@ import httpx
 import pytest
 from sqlalchemy import delete, func, select, update
 
-from search2o import accounts
+from search2o import accounts, signin
 from search2o.api.app import create_app
+from search2o.errors import AuthenticationError
 from search2o.runtime import Runtime
 from search2o.signin import COOKIE_NAME, issue_login_link
+from search2o.storage.db import Database
 from search2o.storage.models import User, utcnow
 from search2o.storage.signin_models import SigninGrant, WebSession
 from tests.api.test_api import add_user, serve
@@ -210,3 +212,22 @@ def test_login_link_command_prints_a_link_and_refuses_an_unknown_email(cli: Cli)
     assert lines[-1].startswith("http://localhost:8000/v1/auth/link/")
     result = cli("users", "login-link", "nobody@example.com")
     assert "no user nobody@example.com" in error_line(result, 2)
+
+
+def test_oidc_requests_in_flight_are_bounded_and_ended_ones_dropped(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(signin, "MAX_PENDING_OIDC", 2)
+    with database.session() as session:
+        first = signin.begin_oidc(session)
+        signin.begin_oidc(session)
+        with pytest.raises(AuthenticationError, match="too many sign-ins"):
+            signin.begin_oidc(session)
+    with database.session() as session:
+        assert signin.take_oidc(session, first.state).nonce == first.nonce
+        with pytest.raises(AuthenticationError, match="unknown, used or expired"):
+            signin.take_oidc(session, first.state)  # once only
+    with database.session() as session:
+        session.execute(update(SigninGrant).values(expires_at=utcnow() - timedelta(seconds=1)))
+        signin.begin_oidc(session)  # the used and the expired one are gone: room again
+        assert session.scalar(select(func.count()).select_from(SigninGrant)) == 1
