@@ -21,6 +21,7 @@ from search2o.storage.signin_models import WebSession
 from tests.conftest import MemoEmbedder, free_port
 from tests.oidc_provider import TestProvider, running_provider
 from tests.web.conftest import Site, add_people, login_link, open_site, shot
+from tests.web.test_pages import AXE, VIEWS, serious
 
 pytestmark = pytest.mark.slow
 
@@ -150,3 +151,21 @@ def test_a_demoted_admin_loses_the_admin_pages_without_signing_in_again(
     expect(page.get_by_role("link", name="Admin")).to_have_count(0)
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()  # still signed in
     page.context.close()
+
+
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_the_sign_in_page_is_accessible(
+    browser: Any, provider_site: tuple[Site, TestProvider], view: str
+) -> None:
+    from playwright.sync_api import expect
+
+    site, _ = provider_site
+    assert AXE.exists(), f"{AXE} is missing: npm ci in web/"
+    context = browser.new_context(**VIEWS[view])
+    context.add_init_script(path=str(AXE))
+    page = context.new_page()
+    page.goto(site.url + "/?signin_error=sign-in+link+is+unknown%2C+used+or+expired")
+    expect(page.get_by_role("alert")).to_contain_text("sign-in link is unknown")
+    shot(page, f"signin-{view}")
+    assert serious(page) == []
+    context.close()
