@@ -31,6 +31,7 @@ from search2o.storage.signin_models import SigninGrant, WebSession
 
 __all__ = [
     "COOKIE_NAME",
+    "LINK_PATH",
     "MAX_LINK_MINUTES",
     "MAX_PENDING_OIDC",
     "OIDC_REQUEST_MINUTES",
@@ -47,6 +48,9 @@ __all__ = [
 
 COOKIE_NAME = "s2o_session"
 """The session cookie's name."""
+
+LINK_PATH = "/v1/auth/link/"
+"""Where a sign-in link points: this path, then the link's secret value."""
 
 MAX_LINK_MINUTES = 1440
 """The longest life of a sign-in link: one day."""

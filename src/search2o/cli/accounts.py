@@ -11,7 +11,7 @@ from rich.table import Table
 from search2o import accounts
 from search2o.cli.common import console, handle_errors, open_runtime, print_json, print_plain
 from search2o.config import public_url
-from search2o.signin import MAX_LINK_MINUTES, issue_login_link
+from search2o.signin import LINK_PATH, MAX_LINK_MINUTES, issue_login_link
 from search2o.surfaces.identity import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES, issue_link_code
 
 __all__ = ["tokens_app", "users_app"]
@@ -125,7 +125,7 @@ def users_login_link(
         "UTC (shown once):",
         highlight=False,
     )
-    print_plain(f"{public_url(chosen)}/v1/auth/link/{issued.value}")
+    print_plain(f"{public_url(chosen)}{LINK_PATH}{issued.value}")
 
 
 @tokens_app.command("issue")
