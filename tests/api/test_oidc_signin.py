@@ -6,6 +6,7 @@ On SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
@@ -35,6 +36,19 @@ class Setup:
     api: httpx.Client
     provider: TestProvider
     runtime: Runtime
+    refusals: list[dict[str, str]]
+
+
+class _Refusals(logging.Handler):
+    """Collects the fields of the API's ``sign-in refused`` log lines."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[dict[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "sign-in refused":
+            self.seen.append(dict(getattr(record, "fields", {})))
 
 
 @pytest.fixture
@@ -55,10 +69,15 @@ def oidc(settings: Settings, embedder: MemoEmbedder) -> Iterator[Setup]:
             ),
         )
         runtime = Runtime(chosen, embedder=embedder)
+        handler = _Refusals()
+        logger = logging.getLogger("search2o.api")
         try:
-            with serve(create_app(chosen, runtime=runtime), port) as api:
-                yield Setup(api, provider, runtime)
+            app = create_app(chosen, runtime=runtime)  # configures logging
+            logger.addHandler(handler)
+            with serve(app, port) as api:
+                yield Setup(api, provider, runtime, handler.seen)
         finally:
+            logger.removeHandler(handler)
             runtime.close()
 
 
@@ -91,12 +110,13 @@ def counts(runtime: Runtime) -> tuple[int, int]:
     return users, sessions
 
 
-def refused(response: httpx.Response, reason: str) -> None:
+def refused(setup: Setup, response: httpx.Response, code: str, reason: str) -> None:
+    """The browser is sent to the sign-in page with ``code``; the log line gives ``reason``."""
     assert response.status_code == 303
-    location = response.headers["location"]
-    assert location.startswith("/?signin_error="), location
-    assert reason in parse_qs(urlsplit(location).query)["signin_error"][0], location
+    assert response.headers["location"] == f"/?signin_error={code}"
     assert COOKIE_NAME not in response.cookies
+    last = setup.refusals[-1]
+    assert last["code"] == code and reason in last["reason"], last
 
 
 def alice(setup: Setup, **claims: object) -> None:
@@ -155,23 +175,23 @@ def test_groups_from_the_claim_gate_a_document(oidc: Setup) -> None:
 def test_a_wrong_state_is_refused_and_creates_nothing(oidc: Setup) -> None:
     alice(oidc)
     callback, state_cookie = start(oidc)
-    refused(finish(oidc, callback, "another-browsers-state"), "does not belong")
+    refused(oidc, finish(oidc, callback, "another-browsers-state"), "state", "does not belong")
     forged = callback.replace("state=", "state=x")
-    refused(finish(oidc, forged, "x" + state_cookie), "unknown, used or expired")
+    refused(oidc, finish(oidc, forged, "x" + state_cookie), "state", "unknown, used or expired")
     assert counts(oidc.runtime) == (0, 0)
 
 
 def test_a_wrong_audience_is_refused_and_creates_nothing(oidc: Setup) -> None:
     alice(oidc)
     oidc.provider.audience = "another-client"
-    refused(finish(oidc, *start(oidc)), "aud")
+    refused(oidc, finish(oidc, *start(oidc)), "provider", "aud")
     assert counts(oidc.runtime) == (0, 0)
 
 
 def test_an_expired_id_token_is_refused_and_creates_nothing(oidc: Setup) -> None:
     alice(oidc)
     oidc.provider.lifetime_s = -3600
-    refused(finish(oidc, *start(oidc)), "exp")
+    refused(oidc, finish(oidc, *start(oidc)), "provider", "exp")
     assert counts(oidc.runtime) == (0, 0)
 
 
@@ -179,19 +199,19 @@ def test_a_replayed_code_is_refused_by_the_provider(oidc: Setup) -> None:
     alice(oidc)
     callback, state_cookie = start(oidc)
     assert finish(oidc, callback, state_cookie).headers["location"] == "/"
-    refused(finish(oidc, callback, state_cookie), "unknown, used or expired")  # same state
+    refused(oidc, finish(oidc, callback, state_cookie), "state", "unknown, used")  # same state
     # The same code under a fresh state of this browser: the provider refuses it.
     code = parse_qs(urlsplit(callback).query)["code"][0]
     fresh, fresh_cookie = start(oidc)
     state = parse_qs(urlsplit(fresh).query)["state"][0]
     replay = f"{oidc.api.base_url}v1/auth/oidc/callback?code={code}&state={state}"
     before = oidc.provider.token_requests
-    refused(finish(oidc, replay, fresh_cookie), "invalid_grant")
+    refused(oidc, finish(oidc, replay, fresh_cookie), "provider", "invalid_grant")
     assert oidc.provider.token_requests == before + 1
     assert counts(oidc.runtime) == (1, 1)
 
 
 def test_an_unverified_email_is_refused_and_creates_nothing(oidc: Setup) -> None:
     alice(oidc, email_verified=False)
-    refused(finish(oidc, *start(oidc)), "not verified")
+    refused(oidc, finish(oidc, *start(oidc)), "provider", "not verified")
     assert counts(oidc.runtime) == (0, 0)

@@ -11,10 +11,11 @@
   Security BCP, RFC 9700 section 4.7).
 * ``POST /v1/auth/logout``: ends the session (CSRF-checked like every state change).
 
-A failed sign-in sends the browser to ``/?signin_error=<reason>`` (the app shows the reason as
-text) and writes nothing. The session cookie is ``HttpOnly``, ``SameSite=Lax``, ``Path=/``,
-and ``Secure`` unless the server binds loopback without ``web.behind_tls_proxy``
-(:func:`cookie_secure`).
+A failed sign-in sends the browser to ``/?signin_error=<code>`` and writes nothing; the code is
+one of :data:`REFUSALS` (the app words each), never free text, so a crafted link cannot make
+our page say anything; the reason itself is logged. The session cookie is ``HttpOnly``,
+``SameSite=Lax``, ``Path=/``, and ``Secure`` unless the server binds loopback without
+``web.behind_tls_proxy`` (:func:`cookie_secure`).
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ from search2o.signin import (
 )
 from search2o.storage.models import User
 
-__all__ = ["STATE_COOKIE", "SessionPublic", "cookie_secure", "router"]
+__all__ = ["REFUSALS", "STATE_COOKIE", "SessionPublic", "cookie_secure", "router"]
+
+REFUSALS = frozenset({"link", "state", "provider", "off"})
+"""Codes of a refused sign-in: a bad link; a ``state`` that is wrong, used or expired; the
+identity provider failed or its answer was refused; no identity provider configured."""
 
 STATE_COOKIE = "s2o_oidc_state"
 """The cookie binding an OIDC authorization request to the browser that started it."""
@@ -127,11 +132,12 @@ def _signed_in(runtime: Runtime, value: str) -> RedirectResponse:
     return response
 
 
-def _refused(exc: Search2oError, event: str) -> RedirectResponse:
-    """Send the browser to the sign-in page with the reason; log it (never a secret)."""
-    log.warning(event, extra={"fields": {"reason": exc.message[:300]}})
-    query = urlencode({"signin_error": exc.message[:300]})
-    return RedirectResponse(f"/?{query}", status_code=303)
+def _refused(exc: Search2oError, code: str) -> RedirectResponse:
+    """Send the browser to the sign-in page with ``code``; log the reason (never a secret)."""
+    assert code in REFUSALS
+    fields = {"code": code, "reason": exc.message[:300]}
+    log.warning("sign-in refused", extra={"fields": fields})
+    return RedirectResponse(f"/?{urlencode({'signin_error': code})}", status_code=303)
 
 
 @router.get(
@@ -149,7 +155,7 @@ def use_link(value: str, runtime: RuntimeDep) -> RedirectResponse:
             user = redeem_login_link(session, value[:200])
             cookie = start_session(session, user, "link", runtime.settings.web)
     except AuthenticationError as exc:
-        return _refused(exc, "sign-in link refused")
+        return _refused(exc, "link")
     return _signed_in(runtime, cookie)
 
 
@@ -171,7 +177,7 @@ async def oidc_login(request: Request, runtime: RuntimeDep) -> Response:
     """Start signing in at the identity provider (redirect there), or refuse when none is set."""
     signin = _oidc(request)
     if signin is None:
-        return _refused(AuthenticationError("no identity provider is configured"), "oidc off")
+        return _refused(AuthenticationError("no identity provider is configured"), "off")
 
     def start() -> tuple[str, str]:
         with runtime.database.session() as session:
@@ -181,7 +187,7 @@ async def oidc_login(request: Request, runtime: RuntimeDep) -> Response:
     try:
         url, state = await run_in_threadpool(start)
     except AuthenticationError as exc:
-        return _refused(exc, "identity provider unavailable")
+        return _refused(exc, "provider")
     response = RedirectResponse(url, status_code=302)
     response.set_cookie(
         STATE_COOKIE,
@@ -211,31 +217,45 @@ async def oidc_callback(
     """Finish signing in: check ``state``, exchange ``code``, verify the ID token, sign in."""
     signin = _oidc(request)
     if signin is None:
-        return _refused(AuthenticationError("no identity provider is configured"), "oidc off")
+        return _refused(AuthenticationError("no identity provider is configured"), "off")
     bound = request.cookies.get(STATE_COOKIE)
 
     def finish() -> str:
         if error:
-            raise AuthenticationError(f"the identity provider answered {error[:100]!r}")
+            raise _RefusedError("provider", f"the identity provider answered {error[:100]!r}")
         if not state or not code:
-            raise AuthenticationError("the identity provider sent no code and state")
+            raise _RefusedError("provider", "the identity provider sent no code and state")
         if bound != state:
-            raise AuthenticationError("sign-in request (state) does not belong to this browser")
-        with runtime.database.session() as session:
-            pending = take_oidc(session, state)
+            raise _RefusedError("state", "sign-in request (state) does not belong to this browser")
+        try:
+            with runtime.database.session() as session:
+                pending = take_oidc(session, state)
+        except AuthenticationError as exc:
+            raise _RefusedError("state", exc.message) from exc
         # Separate transactions: the state stays used when the exchange then fails.
-        with runtime.database.session() as session:
-            user = signin.complete(session, code, pending)
-            return start_session(session, user, "oidc", runtime.settings.web)
+        try:
+            with runtime.database.session() as session:
+                user = signin.complete(session, code, pending)
+                return start_session(session, user, "oidc", runtime.settings.web)
+        except Search2oError as exc:
+            raise _RefusedError("provider", exc.message) from exc
 
     try:
         cookie = await run_in_threadpool(finish)
-    except Search2oError as exc:
-        response: Response = _refused(exc, "identity provider sign-in refused")
+    except _RefusedError as exc:
+        response: Response = _refused(exc, exc.code)
     else:
         response = _signed_in(runtime, cookie)
     response.delete_cookie(STATE_COOKIE, path=_STATE_PATH)
     return response
+
+
+class _RefusedError(AuthenticationError):
+    """A refused OIDC callback and the code the browser is sent back with."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @router.post("/logout", status_code=204, responses=error_responses(403, 503))
