@@ -2646,6 +2646,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description refused: back to the sign-in page with `?signin_error=<code>` */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description the database or the key service is unavailable */
             503: {
                 headers: {

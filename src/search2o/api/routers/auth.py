@@ -171,7 +171,13 @@ def _oidc(request: Request) -> OidcSignin | None:
 
 
 @router.get(
-    "/oidc/login", status_code=302, response_class=RedirectResponse, responses=error_responses(503)
+    "/oidc/login",
+    status_code=302,
+    response_class=RedirectResponse,
+    responses={
+        303: {"description": "refused: back to the sign-in page with `?signin_error=<code>`"},
+        **error_responses(503),
+    },
 )
 async def oidc_login(request: Request, runtime: RuntimeDep) -> Response:
     """Start signing in at the identity provider (redirect there), or refuse when none is set."""
