@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import ModelProfile, load_settings
+from search2o.config import ModelProfile, Settings, load_settings, server_url
 from search2o.errors import ConfigError
 
 
@@ -51,6 +51,9 @@ def test_explicit_config_file_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_pa
         ("SEARCH2O_PORT", "70000", "port"),
         ("SEARCH2O_AUTH_MODE", "open", "auth_mode"),
         ("SEARCH2O_KNOWLEDGE__OVERLAP_TOKENS", "150", "knowledge"),
+        ("SEARCH2O_OIDC__ISSUER", "https://login.example.com", "oidc.issuer needs oidc.client_id"),
+        ("SEARCH2O_OIDC__ISSUER", "http://login.example.com", "oidc.issuer"),
+        ("SEARCH2O_WEB__IDLE_MINUTES", "0", "web.idle_minutes"),
     ],
 )
 def test_bad_values_name_the_setting(
@@ -247,3 +250,22 @@ def test_the_default_profile_may_still_be_redefined(
     profiles = load_settings().chat.profiles
     assert list(profiles) == ["default"]
     assert profiles["default"].context_tokens == 16000
+
+
+@pytest.mark.parametrize(
+    ("host", "people", "process"),
+    [
+        ("127.0.0.1", "http://localhost:8000", "http://127.0.0.1:8000"),
+        ("::1", "http://localhost:8000", "http://[::1]:8000"),
+        ("0.0.0.0", "http://localhost:8000", "http://127.0.0.1:8000"),
+        ("::", "http://localhost:8000", "http://127.0.0.1:8000"),
+        ("10.0.0.5", "http://10.0.0.5:8000", "http://10.0.0.5:8000"),
+        ("fd00::5", "http://[fd00::5]:8000", "http://[fd00::5]:8000"),
+    ],
+)
+def test_the_server_url_is_what_people_open_and_what_a_process_connects_to(
+    host: str, people: str, process: str
+) -> None:
+    settings = Settings(host=host, port=8000)
+    assert server_url(settings) == people
+    assert server_url(settings, for_people=False) == process

@@ -50,6 +50,7 @@ __all__ = [
     "MemorySettings",
     "MetricsSettings",
     "ModelProfile",
+    "OidcSettings",
     "RetentionSettings",
     "RunSettings",
     "ServeSettings",
@@ -57,7 +58,10 @@ __all__ = [
     "StateSettings",
     "TracingSettings",
     "WebSearchSettings",
+    "WebSettings",
     "load_settings",
+    "public_url",
+    "server_url",
 ]
 
 
@@ -772,6 +776,87 @@ class SlackSettings(BaseModel):
         )
 
 
+class WebSettings(BaseModel):
+    """Browser sign-in and its sessions (docs/webapp.md, "Sign-in"; docs/security.md).
+
+    A session ends ``session_hours`` after sign-in whatever happens (absolute expiry) and
+    ``idle_minutes`` after its last request (idle expiry; OWASP Session Management Cheat Sheet,
+    "Session Expiration"). ``login_link_minutes`` is the default life of a link printed by
+    ``search2o users login-link`` (at most ``MAX_LINK_MINUTES`` of
+    :mod:`search2o.signin`). The cookie carries ``Secure`` unless the server binds a loopback
+    address; ``behind_tls_proxy`` says a TLS proxy in front serves it as https (then the cookie
+    is ``Secure`` on loopback too and the server's own origin is ``https://<Host>``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_hours: float = Field(
+        default=12.0, gt=0, le=24 * 90, description="absolute life of a session, in hours"
+    )
+    idle_minutes: float = Field(
+        default=120.0, gt=0, le=60 * 24 * 30, description="a session unused this long ends"
+    )
+    login_link_minutes: int = Field(
+        default=15, ge=1, le=1440, description="default life of `users login-link` links"
+    )
+    behind_tls_proxy: bool = Field(
+        default=False, description="a TLS proxy serves this server as https"
+    )
+
+
+class OidcSettings(BaseModel):
+    """Web App sign-in with the company's identity provider (OpenID Connect Core 1.0).
+
+    Off while ``issuer`` is unset. The provider is found by discovery (OpenID Connect
+    Discovery 1.0) at ``<issuer>/.well-known/openid-configuration``; sign-in is the
+    authorization code flow with PKCE S256 (RFC 7636), ``state`` and ``nonce``; the ID token is
+    verified against the provider's JWKS (signature with one of ``mcp.oidc_algorithms``,
+    ``iss``, ``aud`` = ``client_id``, ``exp`` with ``mcp.oidc_leeway_s``, ``nonce``).
+    The user is the ``email_claim`` (created on first sign-in; refused when ``email_verified``
+    is false); with ``groups_claim`` set, its groups replace the user's at every sign-in.
+    ``redirect_url`` defaults to ``<public URL>/v1/auth/oidc/callback`` (the public URL is
+    ``mcp.public_url``, else ``http://host:port``). The key cache and timeouts are MCP's
+    (``mcp.oidc_timeout_s``, ``mcp.oidc_jwks_cache_s``): one provider, one set of keys.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str | None = Field(
+        default=None, description="e.g. https://login.example.com/realms/staff"
+    )
+    client_id: str | None = Field(default=None, min_length=1, max_length=200)
+    client_secret: SecretStr | None = Field(default=None, description="confidential clients")
+    scopes: list[str] = Field(
+        default_factory=lambda: ["openid", "email", "profile"], min_length=1
+    )
+    email_claim: str = Field(default="email", min_length=1, max_length=100)
+    groups_claim: str | None = Field(
+        default=None, min_length=1, max_length=100, description="e.g. groups"
+    )
+    redirect_url: str | None = Field(
+        default=None, description="default <public URL>/v1/auth/oidc/callback"
+    )
+
+    @field_validator("issuer", "redirect_url")
+    @classmethod
+    def _url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # The issuer is where signing keys come from: https, plain http to loopback only.
+        if value is None:
+            return None
+        problem = url_problem(value, secure=info.field_name == "issuer", query=False)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _complete(self) -> OidcSettings:
+        if self.issuer is not None and self.client_id is None:
+            raise ValueError("oidc.issuer needs oidc.client_id (SEARCH2O_OIDC__CLIENT_ID)")
+        if "openid" not in self.scopes:
+            raise ValueError("oidc.scopes must include openid")
+        return self
+
+
 class ServeSettings(BaseModel):
     """How ``search2o serve`` runs its HTTP processes (docs/deployment.md).
 
@@ -884,6 +969,8 @@ class Settings(BaseSettings):
     jobs: JobSettings = Field(default_factory=JobSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    oidc: OidcSettings = Field(default_factory=OidcSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
@@ -927,6 +1014,37 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'search2o.db'}"
+
+
+_WILDCARD = frozenset({"0.0.0.0", "::", ""})
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def server_url(settings: Settings, *, for_people: bool = True) -> str:
+    """Return ``http://host:port`` of the server as this machine reaches it.
+
+    For people (``search2o serve``'s banner, the demo's last line) a loopback or wildcard bind
+    address (``0.0.0.0``, ``::``: every address, loopback included) reads ``localhost``. For a
+    process that calls the server (a surface's answer jobs, ``for_people=False``) a wildcard is
+    reached at ``127.0.0.1`` and any other address as bound. An IPv6 address is put in brackets
+    (RFC 3986, section 3.2.2).
+    """
+    host = settings.host
+    if for_people and host in _WILDCARD | _LOOPBACK:
+        host = "localhost"
+    elif host in _WILDCARD:
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
+def public_url(settings: Settings) -> str:
+    """Return the server's address as browsers reach it: ``mcp.public_url`` or :func:`server_url`.
+
+    Sign-in links and the OIDC redirect URL are built on it.
+    """
+    return settings.mcp.public_url or server_url(settings)
 
 
 def _config_file_path() -> Path | None:

@@ -39,11 +39,11 @@ MD = "text/markdown"
 
 
 @contextmanager
-def serve(app: FastAPI) -> Iterator[httpx.Client]:
-    """Run ``app`` on a free loopback port in a background thread; yield a client for it."""
+def serve(app: FastAPI, port: int = 0) -> Iterator[httpx.Client]:
+    """Run ``app`` on loopback ``port`` (0: a free one) in a background thread; yield a client."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

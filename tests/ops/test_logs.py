@@ -18,6 +18,7 @@ import pytest
 from search2o.api.app import create_app
 from search2o.logs import JsonFormatter
 from search2o.runtime import Runtime
+from search2o.signin import COOKIE_NAME, issue_login_link
 from tests.api.test_api import add_user, serve
 from tests.ops.conftest import streamed_chat
 
@@ -75,6 +76,23 @@ def test_no_content_or_secret_reaches_a_log_line(
     text = "\n".join(capture.lines)
     assert len(capture.lines) >= 5
     for secret in (DOC_CANARY, QUERY_CANARY, CHAT_CANARY, token, token[:12]):
+        assert secret not in text, f"{secret!r} was logged"
+
+
+def test_sign_in_secrets_are_never_logged(
+    token_runtime: Runtime, captured: tuple[Any, _Capture, dict[str, str]]
+) -> None:
+    client, capture, _ = captured
+    with token_runtime.database.session() as session:
+        link = issue_login_link(session, "ann@example.com", 5).value
+    response = client.get(f"/v1/auth/link/{link}")
+    assert response.status_code == 303 and response.headers["location"] == "/"
+    cookie = response.cookies[COOKIE_NAME]
+    client.cookies.clear()
+    assert client.get("/v1/me", headers={"Cookie": f"{COOKIE_NAME}={cookie}"}).status_code == 200
+    text = "\n".join(capture.lines)
+    assert '"/v1/auth/link/{value}"' in text  # the line is there, without the value
+    for secret in (link, cookie):
         assert secret not in text, f"{secret!r} was logged"
 
 

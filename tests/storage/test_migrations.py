@@ -13,7 +13,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0015"
+HEAD = "0016"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -86,6 +86,15 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
         conversation_columns = {c["name"] for c in inspector.get_columns("conversations")}
         assert "kept_by_hooks" in conversation_columns
         assert {"jobs", "upload_parts"} <= tables
+        session_columns = {c["name"] for c in inspector.get_columns("web_sessions")}
+        assert {"token_hash", "user_id", "expires_at", "last_seen_at", "revoked_at"} <= (
+            session_columns
+        )
+        grant_columns = {c["name"] for c in inspector.get_columns("signin_grants")}
+        assert {"value_hash", "kind", "user_id", "nonce", "code_verifier", "used_at"} <= (
+            grant_columns
+        )
+        assert "token" not in session_columns and "value" not in grant_columns  # hashes only
         with db.engine.connect() as conn:
             if db.backend == "sqlite":
                 assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
@@ -117,6 +126,19 @@ def test_a_database_at_0001_upgrades_and_keeps_its_rows(database_url: str) -> No
                 assert conn.execute(text("SELECT count(*) FROM chunks_fts_vocab")).scalar() == 0
     finally:
         db.close()
+
+
+def test_0016_down_drops_the_sign_in_tables_and_keeps_users(database: Database) -> None:
+    with database.session() as session:
+        accounts.create_user(session, "ann@example.com")
+    database.downgrade("0015")
+    tables = set(inspect(database.engine).get_table_names())
+    assert not {"web_sessions", "signin_grants"} & tables
+    assert "slack_deliveries" in tables
+    database.upgrade()
+    assert database.current_revision() == HEAD
+    with database.session() as session:
+        assert [u.email for u in accounts.list_users(session)] == ["ann@example.com"]
 
 
 def test_downgrade_then_upgrade_round_trips(database: Database) -> None:

@@ -125,8 +125,11 @@ class Site:
     model: Scripted
 
 
-def open_site(data_dir: Path, embedder: MemoEmbedder, **settings: Any) -> Iterator[Site]:
-    """Run the app on loopback over a SQLite file in ``data_dir``, the handbook ingested."""
+def open_site(
+    data_dir: Path, embedder: MemoEmbedder, port: int = 0, **settings: Any
+) -> Iterator[Site]:
+    """Run the app on loopback ``port`` (0: any) over a SQLite file in ``data_dir``, the
+    handbook ingested."""
     chosen = Settings(
         data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'search2o.db'}", **settings
     )
@@ -134,7 +137,7 @@ def open_site(data_dir: Path, embedder: MemoEmbedder, **settings: Any) -> Iterat
     runtime = Runtime(chosen, embedder=embedder, chat_model=model)
     try:
         runtime.knowledge.ingest_paths(handbook_files(), AccessList())
-        with serve(create_app(chosen, runtime=runtime)) as client:
+        with serve(create_app(chosen, runtime=runtime), port) as client:
             yield Site(str(client.base_url).rstrip("/"), runtime, model)
     finally:
         runtime.close()
@@ -144,6 +147,23 @@ def open_site(data_dir: Path, embedder: MemoEmbedder, **settings: Any) -> Iterat
 def site(tmp_path_factory: pytest.TempPathFactory, embedder: MemoEmbedder) -> Iterator[Site]:
     """The app in local single-user mode (the embedded default), handbook ingested."""
     yield from open_site(tmp_path_factory.mktemp("site"), embedder)
+
+
+def add_people(runtime: Runtime, people: list[tuple[str, tuple[str, ...], bool]]) -> None:
+    """Create users given as (email, groups, admin)."""
+    from search2o import accounts
+
+    with runtime.database.session() as session:
+        for email, groups, admin in people:
+            accounts.create_user(session, email, groups=list(groups), is_admin=admin)
+
+
+def login_link(site: Site, email: str) -> str:
+    """A fresh one-time sign-in link of ``email`` on ``site`` (what ``users login-link`` prints)."""
+    from search2o.signin import issue_login_link
+
+    with site.runtime.database.session() as session:
+        return f"{site.url}/v1/auth/link/{issue_login_link(session, email, 5).value}"
 
 
 def shot(page: Any, name: str) -> Path:

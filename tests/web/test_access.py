@@ -1,9 +1,9 @@
 """A document uploaded with group `hr` in the admin page is never shown, cited or readable for
 a signed-in user outside `hr` — in the browser.
 
-Sign-in (session cookies) comes later, so each browser context here stands for one signed-in
-user by sending that user's API token on every request (``extra_http_headers``); the server
-runs in token mode, the way a shared install does. The app itself sends no token.
+The server runs in token mode, the way a shared install does; each browser context signs in
+as one user by opening a one-time sign-in link (``search2o users login-link``), so the app
+itself holds the session cookie and sends no token.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_api import add_user
 from tests.api.test_web_endpoints import HR_DOC
 from tests.conftest import MemoEmbedder
-from tests.web.conftest import Site, open_site, shot
+from tests.web.conftest import Site, add_people, login_link, open_site, shot
 
 pytestmark = pytest.mark.slow
 
@@ -29,8 +28,12 @@ def shared(tmp_path_factory: pytest.TempPathFactory, embedder: MemoEmbedder) -> 
     yield from open_site(tmp_path_factory.mktemp("shared"), embedder, auth_mode="token")
 
 
-def as_user(browser: Any, headers: dict[str, str]) -> Any:
-    return browser.new_context(extra_http_headers=headers).new_page()
+def as_user(browser: Any, site: Site, email: str) -> Any:
+    """A new browser context signed in as ``email`` through a sign-in link."""
+    page = browser.new_context().new_page()
+    page.goto(login_link(site, email))
+    assert page.url == site.url + "/"
+    return page
 
 
 def ask(page: Any, text: str) -> Any:
@@ -47,11 +50,14 @@ def ask(page: Any, text: str) -> Any:
 def test_hr_upload_is_invisible_outside_hr(browser: Any, shared: Site) -> None:
     from playwright.sync_api import expect
 
-    admin = add_user(shared.runtime, "ann@example.com", admin=True)
-    carol = add_user(shared.runtime, "carol@example.com", ("hr",))
-    bob = add_user(shared.runtime, "bob@example.com", ("eng",))
+    people = [
+        ("ann@example.com", (), True),
+        ("carol@example.com", ("hr",), False),
+        ("bob@example.com", ("eng",), False),
+    ]
+    add_people(shared.runtime, people)
 
-    page = as_user(browser, admin)
+    page = as_user(browser, shared, "ann@example.com")
     page.goto(shared.url + "/admin/documents")
     page.get_by_label("Files (Markdown, text, HTML, PDF, DOCX)").set_input_files(
         {"name": "bands.md", "mimeType": "text/markdown", "buffer": HR_DOC}
@@ -65,7 +71,7 @@ def test_hr_upload_is_invisible_outside_hr(browser: Any, shared: Site) -> None:
     page.context.close()
 
     # In hr: the answer cites the document.
-    page = as_user(browser, carol)
+    page = as_user(browser, shared, "carol@example.com")
     page.goto(shared.url + "/")
     answer = ask(page, QUESTION)
     expect(answer).to_contain_text("zorkmids")
@@ -73,7 +79,7 @@ def test_hr_upload_is_invisible_outside_hr(browser: Any, shared: Site) -> None:
     page.context.close()
 
     # Outside hr: not in the answer, not cited, not listed; no admin pages offered or served.
-    page = as_user(browser, bob)
+    page = as_user(browser, shared, "bob@example.com")
     page.goto(shared.url + "/")
     expect(page.get_by_role("link", name="Memories")).to_be_visible()
     expect(page.get_by_role("link", name="Admin")).to_have_count(0)

@@ -6,6 +6,7 @@ import { ChatPage } from "./chat/ChatPage";
 import { MemoriesPage } from "./memories/MemoriesPage";
 import { navigate, onLinkClick, routeOf, usePath } from "./router";
 import { Sidebar } from "./sidebar/Sidebar";
+import { signOut, useSession } from "./signin/session";
 import { Dialog } from "./ui/Dialog";
 import { Icon } from "./ui/icons";
 import { SHORTCUTS } from "./ui/shortcuts";
@@ -14,6 +15,7 @@ export function App() {
   const path = usePath();
   const route = routeOf(path);
   const me = useMe();
+  const session = useSession().data;
   const [menu, setMenu] = useState(false);
   const [help, setHelp] = useState(false);
   const search = useRef<HTMLInputElement>(null);
@@ -100,6 +102,16 @@ export function App() {
           <button type="button" className="icon" aria-label="Keyboard shortcuts" onClick={() => setHelp(true)}>
             ?
           </button>
+          {session?.signed_in ? (
+            <span className="who" dir="auto" title={session.email ?? undefined}>
+              {session.name}
+            </span>
+          ) : null}
+          {session?.signed_in && !session.methods.includes("local") ? (
+            <button type="button" onClick={() => void signOut()}>
+              Sign out
+            </button>
+          ) : null}
         </nav>
       </header>
       <div id="sidebar" className="sidebar-wrap">

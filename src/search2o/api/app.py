@@ -33,6 +33,7 @@ from search2o.api.readiness import ProbeThread
 from search2o.api.routers import (
     admin_views,
     agents,
+    auth,
     chat,
     conversation_pages,
     conversations,
@@ -148,6 +149,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         module.router
         for module in (
             health,
+            auth,
             search,
             documents,
             jobs,

@@ -2,7 +2,10 @@
 
 A bearer token (RFC 6750, section 2.1: ``Authorization: Bearer <token>``, scheme
 case-insensitive) identifies its owner; a token issued by a local-mode start works in local mode
-only (:func:`~search2o.accounts.resolve_token`). Without one, ``auth_mode=local`` acts as the
+only (:func:`~search2o.accounts.resolve_token`). Without one, a browser's session cookie
+(:func:`search2o.signin.resolve_session`) names its user, whose current row gives the rights;
+in token mode a cookie that is unknown, ended or expired is refused (401), in local mode it is
+ignored. Without either, ``auth_mode=local`` acts as the
 single local user for a loopback peer (or a Unix socket, which has no peer address) and, with
 ``insecure_local_mode``, for any peer; ``auth_mode=token`` refuses. The peer check holds
 wherever the ASGI server binds, whatever ``settings.host`` says.
@@ -21,9 +24,16 @@ from search2o.accounts import Principal, SurfaceCaller, resolve_token
 from search2o.errors import AuthenticationError, PermissionDeniedError
 from search2o.netpolicy import is_loopback_host
 from search2o.runtime import Runtime
+from search2o.signin import resolve_session
 from search2o.surfaces.identity import ACT_AS_HEADER, acting_principal
 
-__all__ = ["ACT_AS_HEADER", "PRINCIPAL_KEY", "Caller", "authenticate_header"]
+__all__ = [
+    "ACT_AS_HEADER",
+    "PRINCIPAL_KEY",
+    "Caller",
+    "authenticate_header",
+    "bearer_token",
+]
 
 PRINCIPAL_KEY = "principal"
 """The key of the authenticated :data:`Caller` in the ASGI scope's ``state``."""
@@ -32,7 +42,8 @@ Caller = Principal | SurfaceCaller
 """Who a request comes from: a principal, or a surface token acting for nobody."""
 
 
-def _bearer_token(authorization: str | None) -> str | None:
+def bearer_token(authorization: str | None) -> str | None:
+    """Return the token of ``Authorization: Bearer <token>`` (``None``: none, another scheme)."""
     if not authorization:
         return None
     scheme, _, credentials = authorization.partition(" ")
@@ -46,6 +57,7 @@ def authenticate_header(
     authorization: str | None,
     peer: str | None = None,
     act_as: str | None = None,
+    session_cookie: str | None = None,
 ) -> Caller:
     """Return the caller of a request given its ``Authorization`` and ``X-Search2o-Act-As``.
 
@@ -57,17 +69,19 @@ def authenticate_header(
         authorization: the ``Authorization`` header's value, ``None`` when absent.
         peer: the client's address (``None`` for a Unix socket).
         act_as: the ``X-Search2o-Act-As`` header's value, ``None`` when absent.
+        session_cookie: the session cookie's value, ``None`` when absent.
 
     Raises:
-        AuthenticationError: a token that is unknown, revoked or out of scope; no token in
-            token mode, or from a non-loopback peer in local mode.
+        AuthenticationError: a token that is unknown, revoked or out of scope; in token mode
+            a session that is unknown, ended or expired, or neither token nor session; no
+            token from a non-loopback peer in local mode.
         InputError: a surface token's ``X-Search2o-Act-As`` is malformed.
         PermissionDeniedError: a surface token names an account not linked on its surface;
             anyone else sends ``X-Search2o-Act-As``.
 
     """
     settings = runtime.settings
-    token = _bearer_token(authorization)
+    token = bearer_token(authorization)
     if token is not None:
         with runtime.database.session() as session:
             caller = resolve_token(session, token, auth_mode=settings.auth_mode)
@@ -77,6 +91,10 @@ def authenticate_header(
                 return acting_principal(session, caller.surface, act_as)
             _refuse_act_as(act_as)  # inside the transaction: a refusal notes no use
             return caller
+    if session_cookie and settings.auth_mode == "token":
+        _refuse_act_as(act_as)
+        with runtime.database.session() as session:
+            return resolve_session(session, session_cookie, settings.web)
     if settings.auth_mode == "local":
         if not peer or settings.insecure_local_mode or is_loopback_host(peer):
             _refuse_act_as(act_as)
@@ -86,7 +104,9 @@ def authenticate_header(
             "send `Authorization: Bearer <token>`, or have the operator set "
             "SEARCH2O_AUTH_MODE=token"
         )
-    raise AuthenticationError("missing API token: send `Authorization: Bearer <token>`")
+    raise AuthenticationError(
+        "not signed in: sign in to the Web App, or send `Authorization: Bearer <token>`"
+    )
 
 
 def _refuse_act_as(act_as: str | None) -> None:

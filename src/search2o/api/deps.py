@@ -16,6 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from search2o.accounts import Principal, SurfaceCaller
 from search2o.api.auth import ACT_AS_HEADER, PRINCIPAL_KEY, Caller, authenticate_header
+from search2o.api.csrf import session_cookie
 from search2o.errors import AuthenticationError, PermissionDeniedError
 from search2o.runtime import Runtime
 
@@ -60,6 +61,7 @@ def get_caller(
         request.headers.get("authorization"),
         peer,
         request.headers.get(ACT_AS_HEADER),
+        session_cookie(request.headers),
     )
 
 

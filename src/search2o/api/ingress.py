@@ -1,8 +1,11 @@
 """What every HTTP request passes before a route sees it: authentication, then a body bound.
 
 :class:`Ingress` is a pure ASGI middleware (so it never buffers a response, and SSE streams
-pass through untouched). For a path under ``/v1/`` other than the health probes it first
-authenticates the caller from the ``Authorization`` and ``X-Search2o-Act-As`` headers
+pass through untouched). A state-changing request under ``/v1/`` that a browser may have been
+tricked into sending is refused first (403, :mod:`search2o.api.csrf`). For a path under
+``/v1/`` other than the health probes and the sign-in routes (``/v1/auth/...``, which read the
+session themselves) it then authenticates the caller from the ``Authorization`` and
+``X-Search2o-Act-As`` headers and the session cookie
 (:func:`search2o.api.auth.authenticate_header`, in a worker thread) and answers 401 (or 403 /
 422 for a refused act-as header) **before a byte of the body is read**; the caller is left in
 the scope's ``state`` for the route's dependency. Then the
@@ -27,15 +30,19 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from search2o.api.auth import ACT_AS_HEADER, PRINCIPAL_KEY, authenticate_header
+from search2o.api.auth import ACT_AS_HEADER, PRINCIPAL_KEY, authenticate_header, bearer_token
+from search2o.api.csrf import csrf_problem, session_cookie
 from search2o.api.errors import BODY_SETTING_KEY, error_response
-from search2o.errors import InputError, PayloadTooLargeError, Search2oError
+from search2o.errors import InputError, PayloadTooLargeError, PermissionDeniedError, Search2oError
 from search2o.runtime import Runtime
 
-__all__ = ["OPEN_PATHS", "BodyBound", "Ingress"]
+__all__ = ["OPEN_PATHS", "SIGNIN_PREFIX", "BodyBound", "Ingress"]
 
 OPEN_PATHS = frozenset({"/v1/health", "/v1/health/ready"})
 """Paths under ``/v1/`` that answer without a caller (probes)."""
+
+SIGNIN_PREFIX = "/v1/auth/"
+"""The sign-in routes: they answer signed-out browsers and read the session themselves."""
 
 
 class BodyBound:
@@ -95,8 +102,14 @@ class Ingress:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
+        if scope["path"].startswith("/v1/"):
+            bearer = bearer_token(headers.get("authorization")) is not None
+            forged = csrf_problem(scope, self.runtime.settings, bearer=bearer)
+            if forged is not None:
+                await error_response(PermissionDeniedError(forged))(scope, receive, send)
+                return
         if self.needs_caller(scope["path"]):
-            headers = Headers(scope=scope)
             client = scope.get("client")
             peer = client[0] if client else None
             try:
@@ -109,6 +122,7 @@ class Ingress:
                     headers.get("authorization"),
                     peer,
                     acting[0] if acting else None,
+                    session_cookie(headers),
                 )
             except Search2oError as exc:
                 await error_response(exc)(scope, receive, send)
@@ -126,5 +140,6 @@ class Ingress:
 
 
 def _needs_caller(path: str) -> bool:
-    """``/v1/`` paths need a caller, except the probes."""
-    return path.startswith("/v1/") and path not in OPEN_PATHS
+    """``/v1/`` paths need a caller, except the probes and the sign-in routes."""
+    return path.startswith("/v1/") and path not in OPEN_PATHS and not path.startswith(SIGNIN_PREFIX)
+

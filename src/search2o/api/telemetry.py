@@ -7,7 +7,8 @@ pass as they are written). For every HTTP request it:
   for every log line of the request (:mod:`search2o.observability.ids`) and returns it in the
   ``x-request-id`` header (and ``x-search2o-auth-mode: local-single-user`` in local mode);
 * logs one ``request`` line when the response ends: ``request_id``, ``method``, ``path``,
-  ``route`` (the template), ``status``, ``ms`` and, for an answer, its ``run_id``;
+  ``route`` (the template), ``status``, ``ms`` and, for an answer, its ``run_id``; a sign-in
+  link's path holds its secret, so it is logged as its template;
 * counts the request and its latency per route template (:mod:`search2o.observability.metrics`;
   requests no route matched are ``route="unmatched"``, so a scan of random paths adds no
   series), keeps the open event streams' gauge, and follows ``POST /v1/chat`` answers for their
@@ -34,8 +35,20 @@ from search2o.observability.answers import AnswerObserver
 from search2o.observability.ids import bind_ids
 from search2o.observability.metrics import Metrics
 from search2o.observability.tracing import Tracing, extract_context
+from search2o.signin import LINK_PATH
 
 __all__ = ["Telemetry"]
+
+_SECRET_PATHS = {LINK_PATH: LINK_PATH + "{value}"}
+"""Path prefixes followed by a secret, and what is logged instead of the whole path."""
+
+
+def _loggable(path: str) -> str:
+    """Return ``path`` as it may be logged: without the secret of a sign-in link."""
+    for prefix, shown in _SECRET_PATHS.items():
+        if path.startswith(prefix):
+            return shown
+    return path
 
 log = logging.getLogger("search2o.api")
 
@@ -183,7 +196,7 @@ class Telemetry:
         fields: dict[str, Any] = {
             "request_id": request_id,
             "method": method,
-            "path": scope["path"],
+            "path": _loggable(scope["path"]),
             "route": route,
             "status": status,
             "ms": round((ended - exchange.started) * 1000, 1),

@@ -10,6 +10,8 @@ from rich.table import Table
 
 from search2o import accounts
 from search2o.cli.common import console, handle_errors, open_runtime, print_json, print_plain
+from search2o.config import public_url
+from search2o.signin import LINK_PATH, MAX_LINK_MINUTES, issue_login_link
 from search2o.surfaces.identity import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES, issue_link_code
 
 __all__ = ["tokens_app", "users_app"]
@@ -96,6 +98,34 @@ def users_link_code(
         highlight=False,
     )
     print_plain(issued.code)
+
+
+@users_app.command("login-link")
+@handle_errors
+def users_login_link(
+    email: Annotated[str, typer.Argument(help="The user the link signs in.")],
+    minutes: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=MAX_LINK_MINUTES, help="Minutes it stays valid (web.login_link_minutes)."
+        ),
+    ] = None,
+) -> None:
+    """Print a one-time link that signs a user in to the Web App (for installs without an IdP).
+
+    Opening it sets the session cookie and shows the app. It works once, only its hash is
+    stored, and it is built on the server's public URL (``mcp.public_url``, else the address
+    ``serve`` prints).
+    """
+    with open_runtime() as runtime, runtime.database.session() as session:
+        chosen = runtime.settings
+        issued = issue_login_link(session, email, minutes or chosen.web.login_link_minutes)
+    console.print(
+        f"sign-in link of {issued.email}, valid once until {issued.expires_at:%Y-%m-%d %H:%M} "
+        "UTC (shown once):",
+        highlight=False,
+    )
+    print_plain(f"{public_url(chosen)}{LINK_PATH}{issued.value}")
 
 
 @tokens_app.command("issue")

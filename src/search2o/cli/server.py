@@ -34,7 +34,7 @@ from search2o.accounts import (
 from search2o.cli.chat import print_turn
 from search2o.cli.common import console, err_console, handle_errors, open_runtime, settings
 from search2o.cli.knowledge import run_ingest
-from search2o.config import Settings
+from search2o.config import Settings, server_url
 from search2o.errors import InputError
 from search2o.knowledge.access import AccessList
 from search2o.netpolicy import is_loopback_host
@@ -130,7 +130,7 @@ def _prepare(runtime: Runtime, chosen: Settings, ingest: list[Path] | None) -> N
     """Ingest what ``--ingest`` names; print the URL and what the auth mode means."""
     if ingest:
         run_ingest(runtime, list(ingest), AccessList())
-    console.print(f"search2o at {_base_url(chosen)}  (API docs: /docs)", soft_wrap=True)
+    console.print(f"search2o at {server_url(chosen)}  (API docs: /docs)", soft_wrap=True)
     if chosen.auth_mode == "local":
         with runtime.database.session() as session:
             token = local_mode_token(session, chosen.local_user_email)
@@ -222,12 +222,6 @@ def _run(app: object, chosen: Settings, workers: int) -> None:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _base_url(chosen: Settings) -> str:
-    """Return ``http://host:port`` of the server as a user types it (loopback as ``localhost``)."""
-    shown = "localhost" if chosen.host in ("127.0.0.1", "::1") else chosen.host
-    return f"http://{shown}:{chosen.port}"
-
-
 def _check_port_free(host: str, port: int) -> None:
     """Refuse to start when the address is taken, before printing a URL that would not work.
 
@@ -270,7 +264,7 @@ def demo(
             conversation = last.get("conversation_id", conversation)
         console.print(
             "\nContinue this conversation with `search2o chat`, or run `search2o serve` and "
-            f"open the Web App at {_base_url(runtime.settings)}/",
+            f"open the Web App at {server_url(runtime.settings)}/",
             soft_wrap=True,
             highlight=False,
         )

@@ -1,7 +1,8 @@
 // The one way the app talks to the server: same-origin requests that always carry
-// `X-Search2o-Client: web` (the server's CSRF check will require it) and never a token.
-// The browser extension, which no server serves, points the same wrapper at its configured
-// server (`setRemote`): its own headers (its device token), and never a cookie.
+// `X-Search2o-Client: web` (the server's CSRF check requires it with a session cookie) and never a
+// token: the session is an HttpOnly cookie the browser sends. The browser extension, which no
+// server serves, points the same wrapper at its configured server (`setRemote`): its own headers
+// (its device token), and never a cookie.
 import type { components } from "./schema";
 
 export type Schemas = components["schemas"];

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from search2o.client import Client
 from search2o.config import Settings, SlackSettings
+from search2o.config import server_url as config_server_url
 from search2o.errors import ConfigError
 from search2o.jobs.registry import JobRegistry
 from search2o.surfaces.slack.answer import SlackAnswerer
@@ -27,15 +28,14 @@ __all__ = ["add_slack_kinds", "connect", "server_url", "shared_client"]
 
 
 def server_url(settings: Settings) -> str:
-    """Where answers reach our API: ``slack.server_url``, else ``http://<host>:<port>``.
+    """Where answers reach our API: ``slack.server_url``, else this machine's own server.
 
-    A wildcard bind address (``0.0.0.0``, ``::``) is reached on loopback.
+    The latter is :func:`search2o.config.server_url` for a process: a wildcard bind address
+    is reached on loopback.
     """
     if settings.slack.server_url:
         return settings.slack.server_url.rstrip("/")
-    host = settings.host if settings.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-    host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{settings.port}"
+    return config_server_url(settings, for_people=False)
 
 
 def shared_client(settings: Settings) -> Callable[[], Client]:

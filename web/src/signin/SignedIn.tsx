@@ -1,0 +1,14 @@
+// Renders the app only for a signed-in browser (or local mode); otherwise the sign-in page.
+import type { ReactNode } from "react";
+import { SigninPage } from "./SigninPage";
+import { useSession, useSessionEnded } from "./session";
+
+export function SignedIn({ children }: { children: ReactNode }) {
+  const session = useSession();
+  const ended = useSessionEnded();
+  if (session.isLoading) return null;
+  if (session.data && !session.data.signed_in) {
+    return <SigninPage session={session.data} ended={ended} />;
+  }
+  return <>{children}</>;
+}
