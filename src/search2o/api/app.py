@@ -166,6 +166,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         app.include_router(router)
     app.state.mcp = _mount_mcp(app, rt)
     _mount_slack(app, rt)
+    _mount_telegram(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
@@ -234,6 +235,17 @@ def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
     pipeline = SlackPipeline(slack, store, runtime.jobs)
     command = SlashCommand(lambda: connect(runtime.settings))
     app.router.routes.extend(SlackIngress(slack, pipeline, command).routes())
+
+
+def _mount_telegram(app: FastAPI, runtime: Runtime) -> None:
+    """Serve ``POST /telegram/webhook`` (docs/telegram.md) in ``webhook`` mode."""
+    telegram = runtime.settings.telegram
+    if not telegram.configured or telegram.mode != "webhook":
+        return
+    from search2o.surfaces.telegram import TelegramWebhook, bot_api, pipeline
+
+    api = bot_api(runtime.settings)  # only for one getMe when the username is not configured
+    app.router.routes.extend(TelegramWebhook(telegram, pipeline(runtime, api)).routes())
 
 
 def _route_templates(routers: list[APIRouter]) -> Callable[[Scope], str | None]:
