@@ -1,7 +1,7 @@
 """A search2o server in token mode with Telegram on, pointed at a fake Bot API.
 
 The server runs on loopback (uvicorn in a thread, :func:`tests.surfaces.slack.conftest.serve_on`)
-with its job consumer, a chat model (scripted, or the built-in one for the handbook) and the
+with its job consumer, a chat model (scripted, or the built-in one over the handbook) and the
 real embedder; the Bot API is :class:`~tests.surfaces.telegram.fake_telegram.FakeTelegram`.
 Every test gets a fresh database on each backend.
 """
@@ -20,11 +20,13 @@ from sqlalchemy import select
 from search2o import accounts
 from search2o.api.app import create_app
 from search2o.config import Settings
+from search2o.knowledge.access import AccessList
+from search2o.providers.chat import build_chat_model
 from search2o.runtime import Runtime
 from search2o.storage.db import Database
 from search2o.storage.delivery_models import SurfaceDelivery
 from search2o.storage.job_models import Job
-from tests.conftest import MemoEmbedder, free_port
+from tests.conftest import MemoEmbedder, free_port, handbook_files
 from tests.jobs.conftest import FAST, wait_until
 from tests.query.doubles import ScriptedChatModel, answering
 from tests.surfaces.slack.conftest import serve_on
@@ -116,16 +118,25 @@ TelegramFactory = Callable[..., TelegramEnv]
 def telegram_env(
     tmp_path: Path, database_url: str, embedder: MemoEmbedder
 ) -> Iterator[TelegramFactory]:
-    """Start the server and the fake: ``telegram_env(script, model=..., **telegram)``."""
+    """Start the server and the fake: ``telegram_env(script, builtin=..., **telegram)``.
+
+    ``builtin``: the built-in chat model and the handbook instead of a scripted model.
+    """
     stack: list[Any] = []
 
-    def start(script: Any = None, model: Any = None, **telegram: Any) -> TelegramEnv:
+    def start(script: Any = None, builtin: bool = False, **telegram: Any) -> TelegramEnv:
         fake = FakeTelegram().__enter__()
         stack.append(fake)
         settings = telegram_settings(tmp_path / "data", database_url, fake, **telegram)
-        chat = model or ScriptedChatModel(script or answering("Twenty-five days a year."))
+        chat: Any = (
+            build_chat_model(settings.chat, embedder)
+            if builtin
+            else ScriptedChatModel(script or answering("Twenty-five days a year."))
+        )
         runtime = Runtime(settings, embedder=embedder, chat_model=chat)
         stack.append(runtime)
+        if builtin:  # the handbook, open to everyone
+            runtime.knowledge.ingest_paths(handbook_files(), AccessList())
         served = serve_on(create_app(settings, runtime=runtime), settings.port)
         http = next(served)
         stack.append(served)

@@ -199,3 +199,43 @@ def test_a_long_answer_is_split_in_messages_of_at_most_4096_units(
     words = "".join(m["text"] + " " for m in messages).split()
     assert words[: len(long.split())] == long.split()  # then the footer
     assert [m["reply_markup"] is not None for m in messages] == [False, False, True]
+
+
+ASKER = {
+    "name": "travel",
+    "description": "Asks for the airline",
+    "functions": {
+        "main": {
+            "ask": {"question": "Which airline do you prefer?"},
+            "end": {"output": "{ 'Noted: ' + result }"},
+        }
+    },
+}
+
+
+def test_an_agents_ask_comes_with_force_reply_and_the_reply_resumes_the_run(
+    telegram_env: TelegramFactory,
+) -> None:
+    env = telegram_env()
+    with env.runtime.database.session() as session:
+        admin = accounts.create_user(session, "root@example.com", is_admin=True)
+        token = accounts.issue_token(session, admin)
+    put = env.http.put(
+        "/v1/agents/travel", json=ASKER, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert put.status_code == 201, put.text
+    group = {"chat_id": GROUP, "chat_type": "supergroup"}
+    assert env.webhook(mention_update(80, "/agent travel book a flight", message_id=80)) == [200]
+    env.settled(1)
+    (asked,) = env.fake.in_chat(GROUP)
+    assert asked["text"].startswith("Which airline do you prefer?")
+    assert asked["reply_markup"]["force_reply"] is True
+    reply_to = {"message_id": asked["message_id"], "from": asked["from"], "chat": asked["chat"]}
+    # a reply to the bot's message needs no mention in a group
+    assert env.webhook(message_update(81, "KLM", message_id=81, reply_to=reply_to, **group)) == [
+        200
+    ]
+    env.settled(2)
+    done = env.fake.in_chat(GROUP)[-1]
+    assert done["text"].startswith("Noted: KLM")
+    assert "inline_keyboard" in done["reply_markup"]

@@ -10,7 +10,8 @@
    how to link (``telegram.unlinked = "link_only"``: only the hint). Telegram exposes no
    email, so linking is by code only;
 4. the chat's conversation (:meth:`search2o.client.Client.conversation_for_thread`; the thread
-   is the forum topic, or ``main``), or a new one remembered for it;
+   is the forum topic, or ``main``), or a new one remembered for it; ``/agent NAME message``
+   runs the agent ``NAME`` there instead of a chat turn;
 5. the answer: in a private chat streamed as a draft (``sendMessageDraft``, Bot API 9.3) and
    finished with ``sendMessage``; in a group sent once as a reply, then edited
    (``editMessageText``) at most every ``telegram.update_every_s``, an unchanged text never
@@ -58,6 +59,7 @@ LINK_HINT = (
 GREETING = "Hello! Ask me anything about our documents."
 _LINK = re.compile(r"/(?:start|link)(?:@\w+)?\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.I)
 _START = re.compile(r"/start(?:@\w+)?", re.I)
+_AGENT = re.compile(r"/agent(?:@\w+)?\s+(\S{1,100})(?:\s+(.+))?", re.I | re.S)
 _RATING = re.compile(r"rate:(\d{1,12}):(up|down)")
 log = logging.getLogger("search2o.telegram")
 
@@ -150,9 +152,13 @@ class TelegramAnswerer:
         me = client.acting_as(act_as)
         where = (inbound.workspace, inbound.channel, inbound.thread_key)
         conversation = me.conversation_for_thread(*where)
+        text, agent = inbound.text, None
+        started = _AGENT.fullmatch(text.strip())
+        if started is not None:  # /agent NAME [message]: the server checks the name
+            agent, text = started.group(1), started.group(2) or "start"
         writer = _Writer(self, delivery)
         done: DoneEvent | None = None
-        for item in me.chat(inbound.text, conversation_id=conversation):
+        for item in me.chat(text, conversation_id=conversation, agent=agent):
             event = item.event
             if isinstance(event, ConversationEvent) and conversation is None:
                 conversation = event.conversation_id
