@@ -58,3 +58,14 @@ def test_webhook_mode_without_a_secret_is_a_settings_error(tmp_path: Path) -> No
     with running() as fake:
         result = cli_for(tmp_path, fake, SEARCH2O_TELEGRAM__MODE="webhook")("telegram", "check")
     assert "SEARCH2O_TELEGRAM__SECRET_TOKEN" in error_line(result, 2)
+
+
+def test_a_link_code_for_telegram_comes_with_its_deep_link(tmp_path: Path) -> None:
+    with running() as fake:
+        cli = cli_for(tmp_path, fake, SEARCH2O_TELEGRAM__BOT_USERNAME="search2o_test_bot")
+        cli.ok("users", "add", "dana@example.com")
+        lines = out(cli.ok("users", "link-code", "dana@example.com", "--surface", "telegram"))
+        other = out(cli.ok("users", "link-code", "dana@example.com", "--surface", "slack"))
+    code, link = lines.splitlines()[1:3]
+    assert link == f"Telegram: open https://t.me/search2o_test_bot?start={code}"
+    assert "t.me" not in other

@@ -24,7 +24,16 @@ from search2o.surfaces.telegram.updates import DIRECT_TYPES, SURFACE, Bot
 if TYPE_CHECKING:
     from search2o.runtime import Runtime
 
-__all__ = ["BotIdentity", "add_telegram_kinds", "bot_api", "check", "connect", "pipeline", "store"]
+__all__ = [
+    "BotIdentity",
+    "add_telegram_kinds",
+    "bot_api",
+    "check",
+    "connect",
+    "deep_link",
+    "pipeline",
+    "store",
+]
 
 
 def connect(settings: Settings) -> Client:
@@ -36,6 +45,16 @@ def connect(settings: Settings) -> Client:
     """
     telegram = settings.telegram
     return connect_surface(settings, SURFACE, telegram.server_url, telegram.service_token)
+
+
+def deep_link(settings: Settings, code: str) -> str | None:
+    """Return ``https://t.me/<bot>?start=<code>``, or ``None`` without ``telegram.bot_username``.
+
+    Opening it starts the private chat and sends ``/start <code>`` (Telegram "Deep linking":
+    the parameter is up to 64 characters ``A-Z a-z 0-9 _ -``, which a link code is).
+    """
+    username = settings.telegram.bot_username
+    return f"https://t.me/{username}?start={code}" if username else None
 
 
 def bot_api(settings: Settings) -> BotApi:
