@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any
 
 from search2o.errors import ProviderError
@@ -100,4 +99,3 @@ class Poller:
                 log.warning("telegram getUpdates failed (%s); again in %.0f s", exc.message, pause)
                 stop.wait(pause)
                 pause = min(pause * 2, 30.0)
-            time.sleep(0)  # let a stop request in
