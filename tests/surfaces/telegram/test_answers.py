@@ -242,3 +242,18 @@ def test_an_agents_ask_comes_with_force_reply_and_the_reply_resumes_the_run(
     done = env.fake.in_chat(GROUP)[-1]
     assert done["text"].startswith("Noted: KLM")
     assert "inline_keyboard" in done["reply_markup"]
+
+
+def test_a_final_failure_shows_a_short_error_in_the_chat(telegram_env: TelegramFactory) -> None:
+    def broken(messages: Any, tools: Any) -> list[Any]:
+        return [RuntimeError("model down")]
+
+    env = telegram_env(broken)
+    assert env.webhook(mention_update(90, "Anyone there?", message_id=90)) == [200]
+    (row,) = env.settled(1, timeout_s=40)
+    assert row.state == "failed"
+    (job,) = env.jobs()
+    assert job.state == "failed" and job.attempts == job.max_attempts
+    (notice,) = env.fake.in_chat(GROUP)
+    assert notice["text"].startswith("Sorry, I could not answer this")
+    assert notice["reply_parameters"]["message_id"] == 90
