@@ -79,6 +79,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ],
         "enqueue→start",
     ),
+    "slack.py": (
+        ["--events", "5", "--retries", "2", "--model-s", "1", "--workers", "5"],
+        "acknowledgement p50 / p99",
+    ),
     "web.py": (
         ["--conversations", "200", "--list-requests", "5", "--browser-turns", "1"],
         "first delta in the browser",

@@ -741,6 +741,9 @@ class SlackSettings(BaseModel):
     )
     stream: bool = Field(default=True, description="native streaming (chat.startStream)")
     allow_bots: bool = Field(default=False, description="answer other bots' messages")
+    agent: str | None = Field(
+        default=None, min_length=1, max_length=100, description="the agent new threads start"
+    )
     unlinked: Literal["channel", "link_only"] = Field(
         default="channel", description="unlinked users: channel scope + hint, or only a hint"
     )

@@ -121,6 +121,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         # now running jobs finish or are released, and answers still running store their
         # partial text (followable from any process) before the database closes.
         await asyncio.to_thread(queue.stop_consumer)
+        if app.state.slack is not None:
+            app.state.slack.close()
         await rt.chat.close()
         await rt.chat_models.aclose()  # the model clients of this loop, before it ends
         probe.close()
@@ -165,6 +167,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     for router in routers:
         app.include_router(router)
     app.state.mcp = _mount_mcp(app, rt)
+    app.state.slack = None
     _mount_slack(app, rt)
     _mount_telegram(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
@@ -226,15 +229,18 @@ def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
     if not slack.configured or slack.mode != "http":
         return
     try:
-        from search2o.surfaces.slack import DeliveryStore, SlackIngress, SlackPipeline, connect
+        from search2o.surfaces.slack import DeliveryStore, SlackIngress, SlackPipeline
         from search2o.surfaces.slack.commands import SlashCommand
+        from search2o.surfaces.slack.surface import shared_client
     except ConfigError as exc:
         log.warning("Slack endpoints off: %s", exc.message)
         return
     store = DeliveryStore(runtime.database, runtime.key_provider)
     pipeline = SlackPipeline(slack, store, runtime.jobs)
-    command = SlashCommand(lambda: connect(runtime.settings))
-    app.router.routes.extend(SlackIngress(slack, pipeline, command).routes())
+    command = SlashCommand(shared_client(runtime.settings))
+    ingress = SlackIngress(slack, pipeline, command)
+    app.router.routes.extend(ingress.routes())
+    app.state.slack = ingress
 
 
 def _mount_telegram(app: FastAPI, runtime: Runtime) -> None:

@@ -117,12 +117,18 @@ def slack_settings(data_dir: Path, database_url: str, fake: FakeSlack, **slack: 
             token = accounts.issue_surface_token(session, "slack")
     finally:
         db.close()
-    port = free_port()
+    return settings_for(data_dir, database_url, fake.url, token, free_port(), **slack)
+
+
+def settings_for(
+    data_dir: Path, database_url: str, api_url: str, token: str, port: int, **slack: Any
+) -> Settings:
+    """The settings of :func:`slack_settings` for a given Web API URL, surface token and port."""
     values = {
         "bot_token": BOT_TOKEN,
         "signing_secret": SECRET,
         "mode": "http",
-        "api_url": fake.url,
+        "api_url": api_url,
         "server_url": f"http://127.0.0.1:{port}",
         "service_token": token,
         "update_every_s": 0.05,
@@ -149,10 +155,13 @@ def slack_env(
     """Start the server and the fake Slack: ``slack_env(**slack settings) -> SlackEnv``."""
     stack: list[Any] = []
 
-    def start(script: Any = None, **slack: Any) -> SlackEnv:
+    def start(script: Any = None, jobs_in_server: bool = True, **slack: Any) -> SlackEnv:
         fake = FakeSlack(token=BOT_TOKEN).__enter__()
         stack.append(fake)
         settings = slack_settings(tmp_path / "data", database_url, fake, **slack)
+        if not jobs_in_server:  # the test runs its own workers
+            jobs = settings.jobs.model_copy(update={"server_workers": 0})
+            settings = settings.model_copy(update={"jobs": jobs})
         model = ScriptedChatModel(script or answering("Twenty-five days a year."))
         runtime = Runtime(settings, embedder=embedder, chat_model=model)
         stack.append(runtime)

@@ -17,7 +17,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -55,6 +55,7 @@ class Fault:
     error: str | None = None
     retry_after: int | None = None
     times: int = 1
+    when: Callable[[dict[str, Any]], bool] | None = None
 
 
 class FakeSlack:
@@ -68,8 +69,12 @@ class FakeSlack:
 
     """
 
-    def __init__(self, token: str = "xoxb-test", scopes: str = SCOPES) -> None:
+    def __init__(
+        self, token: str = "xoxb-test", scopes: str = SCOPES, app_token: str = "xapp-test"
+    ) -> None:
         self.token = token
+        self.app_token = app_token
+        self.socket: FakeSocketMode | None = None
         self.scopes = scopes
         self.calls: list[Call] = []
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
@@ -101,10 +106,12 @@ class FakeSlack:
         error: str | None = None,
         retry_after: int | None = None,
         times: int = 1,
+        when: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
-        """Make the next ``times`` calls of ``method`` fail (HTTP ``status``, Slack ``error``)."""
+        """Make the next ``times`` calls of ``method`` (those ``when`` accepts) fail."""
         with self._lock:
-            self._faults.setdefault(method, []).append(Fault(status, error, retry_after, times))
+            fault = Fault(status, error, retry_after, times, when)
+            self._faults.setdefault(method, []).append(fault)
 
     def add_user(self, user_id: str, email: str | None, team: str = TEAM) -> None:
         """Give ``users.info`` a user (``email`` ``None``: no email visible)."""
@@ -147,10 +154,11 @@ class FakeSlack:
     def _answer(
         self, method: str, params: dict[str, Any], token: str | None
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        if token != self.token:
+        wanted = self.app_token if method == "apps.connections.open" else self.token
+        if token != wanted:
             return 200, {"ok": False, "error": "invalid_auth"}, {}
         faults = self._faults.get(method, [])
-        if faults:
+        if faults and (faults[0].when is None or faults[0].when(params)):
             fault = faults[0]
             fault.times -= 1
             if fault.times <= 0:
@@ -230,11 +238,91 @@ class FakeSlack:
     def _m_assistant_threads_set_status(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}
 
+    def _m_apps_connections_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        if self.socket is None:
+            return {"ok": False, "error": "not_allowed_token_type"}
+        return {"ok": True, "url": self.socket.url}
+
     def _m_users_info(self, p: dict[str, Any]) -> dict[str, Any]:
         user = self.users.get(str(p.get("user", "")))
         if user is None:
             return {"ok": False, "error": "user_not_found"}
         return {"ok": True, "user": user}
+
+
+class FakeSocketMode:
+    """Slack's Socket Mode end on loopback (Slack API docs, "Using Socket Mode").
+
+    Each connection gets ``hello``; :meth:`send` pushes an envelope (``events_api``,
+    ``interactive``, ``slash_commands``) to the current connection and :meth:`disconnect` asks
+    the client to reconnect (``type: disconnect``). ``acks`` holds every acknowledgement
+    received, ``connections`` counts the connections.
+    """
+
+    def __init__(self) -> None:
+        from websockets.sync.server import serve
+
+        self.acks: list[dict[str, Any]] = []
+        self.connections = 0
+        self._current: Any = None
+        self._lock = threading.Condition()
+        self._server = serve(self._handle, "127.0.0.1", 0)
+        self.url = f"ws://127.0.0.1:{self._server.socket.getsockname()[1]}/link/?ticket=t"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._thread.join(timeout=10)
+
+    def _handle(self, connection: Any) -> None:
+        connection.send(json.dumps({"type": "hello", "num_connections": 1,
+                                    "connection_info": {"app_id": "A1"},
+                                    "debug_info": {"host": "fake"}}))
+        with self._lock:
+            self.connections += 1
+            self._current = connection
+            self._lock.notify_all()
+        try:
+            for raw in connection:
+                with self._lock:
+                    self.acks.append(json.loads(raw))
+                    self._lock.notify_all()
+        except Exception:
+            pass  # the client went away
+
+    def wait_connected(self, count: int, timeout_s: float = 20) -> None:
+        with self._lock:
+            assert self._lock.wait_for(lambda: self.connections >= count, timeout_s), (
+                f"{count} Socket Mode connections did not happen"
+            )
+
+    def send(self, kind: str, payload: dict[str, Any], envelope_id: str, retry: int = 0) -> None:
+        with self._lock:
+            connection = self._current
+        connection.send(json.dumps({
+            "envelope_id": envelope_id, "payload": payload, "type": kind,
+            "accepts_response_payload": kind == "slash_commands",
+            "retry_attempt": retry, "retry_reason": "timeout" if retry else "",
+        }))
+
+    def wait_ack(self, envelope_id: str, timeout_s: float = 20) -> dict[str, Any]:
+        def found() -> dict[str, Any] | None:
+            return next((a for a in self.acks if a.get("envelope_id") == envelope_id), None)
+
+        with self._lock:
+            assert self._lock.wait_for(lambda: found() is not None, timeout_s), (
+                f"envelope {envelope_id} was not acknowledged"
+            )
+            ack = found()
+            assert ack is not None
+            return ack
+
+    def disconnect(self) -> None:
+        with self._lock:
+            connection = self._current
+        connection.send(json.dumps({"type": "disconnect", "reason": "refresh_requested",
+                                    "debug_info": {"host": "fake"}}))
 
 
 def _snake(method: str) -> str:

@@ -10,13 +10,20 @@ recipient in channels.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
+
+import pytest
 
 from search2o import accounts
 from search2o.providers.chat import ChatMessage, ToolSpec
 from search2o.storage.models import Message
+from tests.api.test_api import add_user
 from tests.jobs.conftest import wait_until
 from tests.query.doubles import DOCS, SALARIES, Step, ingest, last_user, passages, pieces, searching
 from tests.surfaces.slack.conftest import SlackEnv, SlackFactory
@@ -30,10 +37,12 @@ def mention(text: str, ts: str, **kw: Any) -> dict[str, Any]:
 
 
 class DiesOnce:
-    """A model whose first answer writes a few words and then dies; later ones answer."""
+    """A model whose first answer writes a few words and then dies (or hangs for ``hang_s``);
+    later ones answer."""
 
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: str, hang_s: float = 0.0) -> None:
         self.answer = answer
+        self.hang_s = hang_s
         self.calls = 0
         self.lock = threading.Lock()
 
@@ -41,8 +50,10 @@ class DiesOnce:
         with self.lock:
             self.calls += 1
             first = self.calls == 1
+        if first and self.hang_s:
+            return [*pieces("Half an answer", pause=0.05), self.hang_s]
         if first:
-            return [*pieces("Half an answer", pause=0.05), 0.3, RuntimeError("the worker died")]
+            return [*pieces("Half an answer", pause=0.05), 0.3, RuntimeError("the model died")]
         return pieces(self.answer, pause=0.01)
 
 
@@ -123,6 +134,7 @@ def _cite_all(messages: list[ChatMessage]) -> list[Step]:
     return pieces(f"About {last_user(messages)}:{cites}")
 
 
+@pytest.mark.slow  # embeds the documents with the real model
 def test_a_channel_answer_never_cites_an_hr_document_and_the_dm_answer_does(
     slack_env: SlackFactory,
 ) -> None:
@@ -147,6 +159,7 @@ def test_a_channel_answer_never_cites_an_hr_document_and_the_dm_answer_does(
     assert "open to everyone" not in json.dumps(in_dm["blocks"])
 
 
+@pytest.mark.slow  # embeds the documents with the real model
 def test_an_unlinked_dm_user_gets_the_channel_scope_and_a_link_hint(
     slack_env: SlackFactory,
 ) -> None:
@@ -175,7 +188,7 @@ def click(env: SlackEnv, reply: dict[str, Any], rating: str, channel: str = "C1"
         "container": {"type": "message", "message_ts": reply["ts"], "channel_id": channel},
         "actions": [{**button, "action_ts": "1700000999.1", "type": "button"}],
     }
-    body = ("payload=" + __import__("urllib.parse").parse.quote(json.dumps(payload))).encode()
+    body = urlencode({"payload": json.dumps(payload)}).encode()
     response = env.post(
         body, path="/slack/interactions", content_type="application/x-www-form-urlencoded"
     )
@@ -198,3 +211,144 @@ def test_a_feedback_click_stores_the_rating_on_the_right_message(
         rated = {m.id: m.rating for m in session.query(Message).filter(Message.role == "assistant")}
     assert rated[second.answer_message_id] == "down"
     assert rated[first.answer_message_id] is None
+
+
+def test_an_agents_ask_in_a_thread_is_answered_by_the_next_message_there(
+    slack_env: SlackFactory,
+) -> None:
+    env = slack_env(agent="asker")
+    admin = add_user(env.runtime, "admin@example.com", admin=True)
+    main = {"ask": {"question": "Which office?"}, "end": {"output": "{ 'Booked: ' + result }"}}
+    doc = {"name": "asker", "description": "books a desk", "functions": {"main": main}}
+    assert env.http.put("/v1/agents/asker", json=doc, headers=admin).status_code == 201
+    ts = "1700000601.000100"
+    env.event(mention("Book me a desk", ts), "EvAsk1")
+    env.settled(1)
+    (asked,) = env.fake.replies("C1", ts)
+    assert "Which office?" in asked["text"]
+    # the answer to the question: a plain message in the thread, no new mention
+    env.event(message_event("Berlin", "1700000602.000100", thread_ts=ts), "EvAsk2")
+    env.settled(2)
+    first, second = env.fake.replies("C1", ts)
+    assert first["ts"] == asked["ts"] and "Booked: Berlin" in second["text"]
+
+
+def test_native_streaming_in_a_channel_names_the_recipient(slack_env: SlackFactory) -> None:
+    text = " ".join(f"part{i}" for i in range(30))
+    env = slack_env(lambda m, t: pieces(text, pause=0.01), stream=True, update_every_s=0.05)
+    ts = "1700000701.000100"
+    env.event(mention("stream it", ts, user="U5"), "EvSt")
+    env.settled(1)
+    (start,) = env.fake.of("chat.startStream")
+    assert start.params["recipient_team_id"] == "T1" and start.params["recipient_user_id"] == "U5"
+    assert start.params["thread_ts"] == ts
+    assert env.fake.of("chat.appendStream"), "the answer streamed in pieces"
+    assert len(env.fake.of("chat.stopStream")) == 1
+    (reply,) = env.fake.replies("C1", ts)
+    assert "part29" in reply["text"] and reply["blocks"][-1]["type"] == "actions"
+    assert env.fake.of("chat.postMessage") == []
+
+
+def test_a_refused_stream_falls_back_to_post_and_edit(slack_env: SlackFactory) -> None:
+    env = slack_env(stream=True)
+    env.fake.fail("chat.startStream", error="missing_recipient_team_id")
+    ts = "1700000801.000100"
+    env.event(mention("stream it", ts), "EvSf")
+    (row,) = env.settled(1)
+    assert row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)
+    assert "Twenty-five days" in reply["text"]
+    assert len(env.fake.of("chat.postMessage")) == 1
+
+
+def test_a_worker_killed_mid_answer_leaves_one_answer_after_the_job_runs_again(
+    slack_env: SlackFactory, tmp_path: Path
+) -> None:
+    # the server's model: the first answer writes a few words and hangs (the worker dies then)
+    model = DiesOnce("Twenty-five days of paid vacation.", hang_s=600)
+    env = slack_env(model, jobs_in_server=False)
+    settings = env.runtime.settings
+    assert settings.slack.service_token is not None
+    config = {
+        "data_dir": str(settings.data_dir),
+        "database_url": settings.resolved_database_url,
+        "api_url": settings.slack.api_url,
+        "token": settings.slack.service_token.get_secret_value(),
+        "port": settings.port,
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.surfaces.slack.answer_worker", json.dumps(config)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().startswith("ready")
+        ts = "1700001001.000100"
+        env.event(mention("How many vacation days?", ts), "EvKill")
+        wait_until(
+            lambda: any("Half" in c.params.get("text", "") for c in env.fake.of("chat.update")),
+            30,
+            "the first attempt's partial answer",
+        )
+        worker.kill()  # SIGKILL in the middle of the answer
+        worker.wait(timeout=10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(timeout=10)
+        if worker.stdout is not None:
+            worker.stdout.close()
+    (row,) = env.deliveries()
+    assert row.state == "answering" and row.reply_ts is not None
+    env.runtime.jobs.start_consumer(1)  # another worker: it takes the job once its lease ends
+    (row,) = env.settled(1, timeout_s=40)
+    (job,) = env.jobs()
+    assert job.attempts == 2 and row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)  # the thread holds exactly one answer
+    assert reply["ts"] == row.reply_ts and "Twenty-five days" in reply["text"]
+    assert len(env.fake.of("chat.postMessage")) == 1
+
+
+def test_a_link_code_links_the_account_by_slash_command_and_by_dm(
+    slack_env: SlackFactory,
+) -> None:
+    env = slack_env()
+    ann = add_user(env.runtime, "ann@example.com")
+    bob = add_user(env.runtime, "bob@example.com")
+
+    def code(user: dict[str, str]) -> str:
+        minted = env.http.post("/v1/surfaces/link-codes", json={"surface": "slack"}, headers=user)
+        assert minted.status_code == 201, minted.text
+        return str(minted.json()["code"])
+
+    form = {"command": "/search2o", "team_id": "T1", "user_id": "U1", "text": "link NOPE-NOPE-NOP"}
+    wrong = env.post(urlencode(form).encode(), content_type="application/x-www-form-urlencoded")
+    assert wrong.status_code == 200 and wrong.json()["text"].startswith("That did not work")
+    form["text"] = f"link {code(ann)}"
+    linked = env.post(urlencode(form).encode(), content_type="application/x-www-form-urlencoded")
+    assert linked.json() == {"response_type": "ephemeral", "text": "Linked to ann@example.com."}
+    # in a DM: `link CODE` links, and the next question acts as the linked user
+    dm = message_event(f"link {code(bob)}", "1700001101.000100", channel="D2",
+                       channel_type="im", user="U2")
+    env.event(dm, "EvLink")
+    env.settled(1)
+    (reply,) = env.fake.replies("D2", "1700001101.000100")
+    assert reply["text"] == "Linked to bob@example.com. Ask me anything."
+    env.event(message_event("vacation?", "1700001102.000100", channel="D2", channel_type="im",
+                            user="U2"), "EvLink2")
+    rows = env.settled(2)
+    assert rows[1].act_as == "user:T1:U2"
+
+
+def test_a_final_message_refused_as_too_long_lands_cut(slack_env: SlackFactory) -> None:
+    env = slack_env()
+    env.fake.fail("chat.update", error="msg_too_long", when=lambda params: "blocks" in params)
+    ts = "1700001201.000100"
+    env.event(mention("vacation?", ts), "EvLong")
+    (row,) = env.settled(1)
+    assert row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)
+    assert "Twenty-five days" in reply["text"]
+    assert reply["blocks"][0]["text"]["text"].endswith("_(answer cut)_")
+    refused = [c for c in env.fake.calls if c.answer.get("error") == "msg_too_long"]
+    assert len(refused) == 1

@@ -10,7 +10,8 @@
    hint how to link (``slack.unlinked = "link_only"``: only the hint). ``link CODE`` in a
    direct message links the account;
 3. the thread's conversation (:meth:`search2o.client.Client.conversation_for_thread`), or a new
-   one remembered for the thread;
+   one (started by ``slack.agent`` when set) remembered for the thread; a follow-up in the
+   thread continues it, and answers its agent's waiting ``ask``;
 4. the answer in the thread: natively streamed (``chat.startStream`` / ``appendStream`` /
    ``stopStream`` with ``recipient_team_id`` and ``recipient_user_id``, buffered to one append
    per ``slack.update_every_s``), or, when streaming is off or refused, ``chat.postMessage`` and
@@ -66,7 +67,9 @@ class SlackAnswerer:
         store: the delivery records.
         api: the Slack Web API with the bot token.
         budget: this process's ``chat.update`` budget per workspace.
-        connect: opens a :class:`~search2o.client.Client` of our API with the surface token.
+        connect: returns the process's :class:`~search2o.client.Client` of our API with the
+            surface token (shared by every answer: it is thread-safe, and one connection pool
+            spares each job a new TLS context).
 
     """
 
@@ -103,8 +106,7 @@ class SlackAnswerer:
         question = delivery.question
         self._react("reactions.add", delivery)
         try:
-            with self.connect() as client:
-                ts = self._answer(client, delivery)
+            ts = self._answer(self.connect(), delivery)
             self.store.finish(delivery.id, "posted")
             return {"state": "posted", "ts": ts}
         except Exception as exc:
@@ -134,7 +136,10 @@ class SlackAnswerer:
         )
         writer = _Writer(self, delivery)
         done: DoneEvent | None = None
-        for item in me.chat(question.text, conversation_id=conversation):
+        # A new thread starts slack.agent (if set); a follow-up continues the conversation,
+        # and answers its agent's waiting `ask` when there is one.
+        agent = self.settings.agent if conversation is None else None
+        for item in me.chat(question.text, conversation_id=conversation, agent=agent):
             event = item.event
             if isinstance(event, ConversationEvent) and conversation is None:
                 conversation = event.conversation_id
@@ -231,8 +236,7 @@ class SlackAnswerer:
             raise InputError("payload.delivery", "names no answered Slack delivery")
         if rating not in ("up", "down"):
             raise InputError("payload.rating", "must be up or down")
-        with self.connect() as client:
-            client.acting_as(delivery.act_as).rate(delivery.answer_message_id, str(rating))
+        self.connect().acting_as(delivery.act_as).rate(delivery.answer_message_id, str(rating))
         return {"message": delivery.answer_message_id, "rating": rating}
 
 
@@ -329,7 +333,17 @@ class _Writer:
                 api.call("chat.stopStream", channel=q.channel, ts=self.ts)
             except SlackCallError as exc:
                 log.info("slack chat.stopStream: %s", exc.error)
-        api.call(
+        try:
+            self._update(rendered)
+        except SlackCallError as exc:
+            if exc.error != "msg_too_long":
+                raise
+            self._update(rendered.shortened())  # the final text lands, cut
+        return str(self.ts)
+
+    def _update(self, rendered: Rendered) -> None:
+        q = self.question
+        self.owner.api.call(
             "chat.update",
             budget=(self.owner.budget, q.team),
             channel=q.channel,
@@ -337,4 +351,3 @@ class _Writer:
             text=rendered.text,
             blocks=rendered.blocks,
         )
-        return str(self.ts)

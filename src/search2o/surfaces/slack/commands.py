@@ -26,7 +26,7 @@ class SlashCommand:
     """Handle ``/search2o`` (module docstring).
 
     Args:
-        connect: opens a client of our API with the surface token.
+        connect: returns the process's client of our API with the surface token.
 
     """
 
@@ -46,8 +46,7 @@ class SlashCommand:
 
     def _link(self, team: str, user: str, code: str) -> str:
         try:
-            with self.connect() as client:
-                linked = client.link(team, user, code)
+            linked = self.connect().link(team, user, code)
         except InputError as exc:
             return f"That did not work ({exc.field}: {exc.reason})."
         except Search2oError as exc:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -60,6 +61,16 @@ class SlackIngress:
         self._secret = settings.signing_secret.get_secret_value()
         self.pipeline = pipeline
         self.command = command
+        # Threads of their own: the acknowledgement must not queue behind the answers in
+        # flight, whose streams use the loop's default executor.
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="slack-ingress")
+
+    async def _run(self, func: Callable[[dict[str, Any]], object], value: dict[str, Any]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._pool, func, value)
+
+    def close(self) -> None:
+        """Stop the ingress threads (after the server stopped taking requests)."""
+        self._pool.shutdown(wait=True)
 
     def routes(self) -> list[BaseRoute]:
         """Return ``POST /slack/events`` and ``POST /slack/interactions``."""
@@ -90,7 +101,7 @@ class SlackIngress:
                 return Response(status_code=400)
             if envelope.get("type") == "url_verification":
                 return JSONResponse({"challenge": str(envelope.get("challenge", ""))})
-            await asyncio.to_thread(self.pipeline.take_event, envelope)
+            await self._run(self.pipeline.take_event, envelope)
             return Response(status_code=200)
         form = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
         if form.get("ssl_check") == "1":
@@ -101,7 +112,7 @@ class SlackIngress:
             except ValueError:
                 return Response(status_code=400)
             if isinstance(payload, dict):
-                await asyncio.to_thread(self.pipeline.take_interaction, payload)
+                await self._run(self.pipeline.take_interaction, payload)
             return Response(status_code=200)
         if "command" in form:
             return JSONResponse(await self.command(form))

@@ -44,6 +44,18 @@ class Rendered:
     text: str
     blocks: list[dict[str, Any]]
 
+    def shortened(self) -> Rendered:
+        """Return the message cut to its first section and the rest of its blocks.
+
+        For a message Slack refused as ``msg_too_long``: the answer's start, a note that it
+        was cut, its Sources, footer and buttons.
+        """
+        sections = [b for b in self.blocks if b["type"] == "section"]
+        tail = [b for b in self.blocks if b["type"] != "section"]
+        first = sections[0]["text"]["text"] if sections else ""
+        note = _section(split_text(first, SECTION_CHARS - 40)[0] + " … _(answer cut)_")
+        return Rendered(self.text[:1000], [note, *tail])
+
 
 def escape(text: str) -> str:
     """Escape Slack's control characters ``& < >`` (``&`` first)."""

@@ -7,6 +7,8 @@ socket`` feeds its pipeline from Socket Mode.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from search2o.client import Client
@@ -21,7 +23,7 @@ from search2o.surfaces.slack.webapi import SlackApi, UpdateBudget
 if TYPE_CHECKING:
     from search2o.runtime import Runtime
 
-__all__ = ["add_slack_kinds", "connect", "server_url"]
+__all__ = ["add_slack_kinds", "connect", "server_url", "shared_client"]
 
 
 def server_url(settings: Settings) -> str:
@@ -34,6 +36,25 @@ def server_url(settings: Settings) -> str:
     host = settings.host if settings.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
     return f"http://{host}:{settings.port}"
+
+
+def shared_client(settings: Settings) -> Callable[[], Client]:
+    """Return a getter of one client of our API per process, opened on first use.
+
+    Raises (from the getter):
+        ConfigError: as :func:`connect`.
+
+    """
+    lock = threading.Lock()
+    opened: list[Client] = []
+
+    def get() -> Client:
+        with lock:
+            if not opened:
+                opened.append(connect(settings))
+            return opened[0]
+
+    return get
 
 
 def connect(settings: Settings) -> Client:
@@ -63,7 +84,7 @@ def add_slack_kinds(registry: JobRegistry, runtime: Runtime) -> SlackAnswerer:
         DeliveryStore(runtime.database, runtime.key_provider),
         SlackApi(slack.bot_token.get_secret_value(), slack.api_url),
         UpdateBudget(slack.update_budget, slack.update_window_s),
-        lambda: connect(settings),
+        shared_client(settings),
     )
     registry.add(ANSWER, answerer.answer, max_attempts=4)
     registry.add(RATE, answerer.rate, max_attempts=3)

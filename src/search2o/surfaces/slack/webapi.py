@@ -120,10 +120,34 @@ class SlackApi:
                     slot.done()
 
 
+    def scopes(self) -> set[str]:
+        """Return the token's granted scopes (``auth.test``'s ``X-OAuth-Scopes`` header).
+
+        Raises:
+            SlackCallError, ProviderError: as :meth:`call`.
+
+        """
+        try:
+            response = self.client.api_call("auth.test")
+        except SlackApiError as exc:
+            raise SlackCallError("auth.test", str(exc.response.get("error"))) from None
+        except (SlackClientError, OSError) as exc:
+            raise ProviderError(f"cannot reach Slack for auth.test: {exc}") from None
+        header = _header(response.headers, "X-OAuth-Scopes") or ""
+        return {scope.strip() for scope in header.split(",") if scope.strip()}
+
+
+def _header(headers: Any, name: str) -> str | None:
+    """One header's value from slack_sdk's headers (a dict of str or of lists, any case)."""
+    for key, value in (headers or {}).items():
+        if str(key).lower() == name.lower():
+            return str(value[0] if isinstance(value, list) and value else value)
+    return None
+
+
 def _retry_after(headers: Any) -> float:
     """Seconds to wait from a ``Retry-After`` header (RFC 9110 delay-seconds), default 1."""
-    values = headers.get("Retry-After") or headers.get("retry-after") if headers else None
-    value = values[0] if isinstance(values, list) and values else values
+    value = _header(headers, "Retry-After")
     try:
         return min(max(float(str(value)), 0.0), 60.0)
     except (TypeError, ValueError):
