@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import types
 import typing
 from pathlib import Path
@@ -38,6 +39,10 @@ from pydantic_settings import (
 
 from search2o.errors import ConfigError
 from search2o.netpolicy import is_loopback_host, url_problem
+
+# Bot API "setWebhook" (secret_token) and Telegram's username rules.
+_TELEGRAM_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+_TELEGRAM_USERNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,31}")
 
 __all__ = [
     "ApiSettings",
@@ -857,6 +862,90 @@ class OidcSettings(BaseModel):
         return self
 
 
+
+class TelegramSettings(BaseModel):
+    """The Telegram surface (:mod:`search2o.surfaces.telegram`, docs/telegram.md).
+
+    Telegram is on when ``bot_token`` is set (:attr:`configured`). In ``webhook`` mode Telegram
+    posts each update to ``POST /telegram/webhook`` of this server with ``secret_token`` in the
+    ``X-Telegram-Bot-Api-Secret-Token`` header (required in that mode; 1-256 characters
+    ``A-Z a-z 0-9 _ -``, Bot API "setWebhook"); in ``polling`` mode (no public URL needed)
+    ``search2o telegram poll`` reads ``getUpdates`` with an offset kept in the database.
+    Answers are jobs that call this server's API at ``server_url`` with the surface token
+    ``service_token`` (``search2o surfaces token telegram``), never the engines. ``api_url`` is
+    the Bot API base (a test points it at a fake). An answer in a group is edited at most every
+    ``update_every_s`` seconds (Telegram allows about one message a second per chat and 20 a
+    minute per group; Bot API FAQ, "My bot is hitting limits"); a private chat's draft is
+    updated as often.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    bot_token: SecretStr | None = Field(default=None, description="the bot token from @BotFather")
+    secret_token: SecretStr | None = Field(
+        default=None, description="webhook secret (X-Telegram-Bot-Api-Secret-Token)"
+    )
+    mode: Literal["webhook", "polling"] = Field(default="polling", description="webhook or polling")
+    api_url: str = Field(default="https://api.telegram.org/", description="Bot API base URL")
+    server_url: str | None = Field(
+        default=None, description="this server's API as answers reach it (default http://host:port)"
+    )
+    service_token: SecretStr | None = Field(
+        default=None, description="surface token from `search2o surfaces token telegram`"
+    )
+    bot_username: str | None = Field(
+        default=None, description="the bot's @username without @ (default: asked with getMe)"
+    )
+    update_every_s: float = Field(
+        default=1.5, ge=0, le=60, description="shortest pause between two edits of one answer"
+    )
+    stream: bool = Field(default=True, description="private chats: stream with sendMessageDraft")
+    unlinked: Literal["channel", "link_only"] = Field(
+        default="channel", description="unlinked users: shared scope + hint, or only a hint"
+    )
+    poll_timeout_s: int = Field(default=30, ge=0, le=50, description="getUpdates long-poll seconds")
+    max_question_chars: int = Field(default=4096, ge=1, le=40_000)
+
+    @field_validator("api_url", "server_url")
+    @classmethod
+    def _api_url(cls, value: str | None) -> str | None:
+        # The bot token travels to api_url (in the path): https, plain http to loopback only.
+        if value is None:
+            return None
+        problem = url_problem(value, secure=True, query=False)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip().rstrip("/") + "/"
+
+    @field_validator("secret_token")
+    @classmethod
+    def _secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not _TELEGRAM_SECRET.fullmatch(value.get_secret_value()):
+            raise ValueError("must be 1-256 characters A-Z, a-z, 0-9, _ or - (Bot API setWebhook)")
+        return value
+
+    @field_validator("bot_username")
+    @classmethod
+    def _username(cls, value: str | None) -> str | None:
+        if value is not None and not _TELEGRAM_USERNAME.fullmatch(value.removeprefix("@")):
+            raise ValueError("must be a Telegram username: 4-32 letters, digits or _")
+        return value.removeprefix("@") if value is not None else None
+
+    @model_validator(mode="after")
+    def _webhook_needs_secret(self) -> TelegramSettings:
+        if self.configured and self.mode == "webhook" and self.secret_token is None:
+            raise ValueError(
+                "telegram.mode webhook needs telegram.secret_token "
+                "(set SEARCH2O_TELEGRAM__SECRET_TOKEN)"
+            )
+        return self
+
+    @property
+    def configured(self) -> bool:
+        """Whether the surface is on: a bot token is set."""
+        return bool(self.bot_token and self.bot_token.get_secret_value())
+
+
 class ServeSettings(BaseModel):
     """How ``search2o serve`` runs its HTTP processes (docs/deployment.md).
 
@@ -971,6 +1060,7 @@ class Settings(BaseSettings):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     oidc: OidcSettings = Field(default_factory=OidcSettings)
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)

@@ -13,7 +13,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0016"
+HEAD = "0017"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -57,6 +57,8 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
             "surface_shared_principals",
             "surface_threads",
             "slack_deliveries",
+            "surface_deliveries",
+            "surface_cursors",
         } <= tables
         token_nullable = {c["name"]: c["nullable"] for c in inspector.get_columns("api_tokens")}
         assert token_nullable["surface"] and token_nullable["user_id"]  # a user or a surface

@@ -173,6 +173,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.state.mcp = _mount_mcp(app, rt)
     app.state.slack = None
     _mount_slack(app, rt)
+    _mount_telegram(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
@@ -244,6 +245,17 @@ def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
     ingress = SlackIngress(slack, pipeline, command)
     app.router.routes.extend(ingress.routes())
     app.state.slack = ingress
+
+
+def _mount_telegram(app: FastAPI, runtime: Runtime) -> None:
+    """Serve ``POST /telegram/webhook`` (docs/telegram.md) in ``webhook`` mode."""
+    telegram = runtime.settings.telegram
+    if not telegram.configured or telegram.mode != "webhook":
+        return
+    from search2o.surfaces.telegram import TelegramWebhook, bot_api, pipeline
+
+    api = bot_api(runtime.settings)  # only for one getMe when the username is not configured
+    app.router.routes.extend(TelegramWebhook(telegram, pipeline(runtime, api)).routes())
 
 
 def _route_templates(routers: list[APIRouter]) -> Callable[[Scope], str | None]:

@@ -21,6 +21,7 @@ from search2o.cli import (
     slack,
     state,
     surfaces,
+    telegram,
     worker,
 )
 from search2o.cli.common import OneLineUsageErrors, set_global_options
@@ -76,6 +77,7 @@ app.add_typer(state.state_app, name="state", rich_help_panel="Admin")
 app.add_typer(worker.jobs_app, name="jobs", rich_help_panel="Admin")
 app.add_typer(surfaces.surfaces_app, name="surfaces", rich_help_panel="Admin")
 app.add_typer(slack.slack_app, name="slack", rich_help_panel="Admin")
+app.add_typer(telegram.telegram_app, name="telegram", rich_help_panel="Admin")
 app.add_typer(memory.memory_app, name="memory", rich_help_panel="Chat")
 app.add_typer(agents.agents_app, name="agents", rich_help_panel="Agents")
 

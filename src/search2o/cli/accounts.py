@@ -98,6 +98,12 @@ def users_link_code(
         highlight=False,
     )
     print_plain(issued.code)
+    if issued.surface in (None, "telegram"):
+        from search2o.surfaces.telegram.surface import deep_link
+
+        link = deep_link(runtime.settings, issued.code)
+        if link is not None:
+            console.print(f"Telegram: open {link}", highlight=False)
 
 
 @users_app.command("login-link")

@@ -16,6 +16,9 @@ enqueue exactly the kinds a worker can run. Every handler is idempotent (docs/jo
   ``POST /v1/documents``): ingest the files of an API upload;
 * ``slack.answer`` (payload ``delivery``) and ``slack.rate`` (``delivery``, ``rating``), when
   the ``slack`` section is configured (:mod:`search2o.surfaces.slack`, docs/slack.md).
+* ``telegram.answer`` (payload ``delivery``) and ``telegram.rate`` (``query``, ``chat``,
+  ``data``), when the ``telegram`` section is configured (:mod:`search2o.surfaces.telegram`,
+  docs/telegram.md).
 
 A periodic kind runs at most every ``jobs.tick_s`` (shorter intervals are raised to it), once
 across all consumers.
@@ -97,6 +100,10 @@ def build_registry(runtime: Runtime) -> JobRegistry:
         from search2o.surfaces.slack import add_slack_kinds
 
         add_slack_kinds(registry, runtime)
+    if settings.telegram.configured:  # telegram.answer, telegram.rate (docs/telegram.md)
+        from search2o.surfaces.telegram import add_telegram_kinds
+
+        add_telegram_kinds(registry, runtime)
     return registry
 
 

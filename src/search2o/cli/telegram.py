@@ -1,0 +1,72 @@
+"""``search2o telegram check`` and ``search2o telegram poll`` (docs/telegram.md)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+import typer
+
+from search2o.cli.common import console, handle_errors, open_runtime, print_plain, settings
+from search2o.errors import ConfigError
+
+__all__ = ["telegram_app"]
+
+telegram_app = typer.Typer(
+    help="The Telegram surface: check its setup, poll for updates.", no_args_is_help=True
+)
+
+
+@telegram_app.command("check")
+@handle_errors
+def telegram_check() -> None:
+    """Diagnose the Telegram setup in one line (bot token, getMe, service token, webhook).
+
+    Exit code 0 when the bot can answer, 1 otherwise.
+    """
+    from search2o.surfaces.telegram import check
+
+    ok, line = check(settings())
+    print_plain(line)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@telegram_app.command("poll")
+@handle_errors
+def telegram_poll() -> None:
+    """Read updates with getUpdates (telegram.mode polling) until SIGINT/SIGTERM.
+
+    Updates are recorded and answered by jobs (run `search2o worker`, or `search2o serve`
+    alongside). The offset is kept in the database, so a restart loses and repeats nothing.
+    """
+    from search2o.surfaces.telegram import Poller, bot_api, pipeline
+    from search2o.surfaces.telegram.surface import BotIdentity, store
+
+    with open_runtime() as runtime:
+        telegram = runtime.settings.telegram
+        if not telegram.configured or telegram.mode != "polling":
+            raise ConfigError(
+                "telegram polling needs SEARCH2O_TELEGRAM__BOT_TOKEN and "
+                "SEARCH2O_TELEGRAM__MODE=polling"
+            )
+        api = bot_api(runtime.settings)
+        stop = threading.Event()
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        workspace = str(BotIdentity(runtime.settings, api).id)
+        poller = Poller(
+            api, pipeline(runtime, api), store(runtime), workspace,
+            timeout_s=telegram.poll_timeout_s,
+        )
+        console.print(f"telegram: polling getUpdates from offset {poller.offset()}")
+        try:
+            poller.run(stop)
+        finally:
+            api.close()
+        console.print("telegram: stopped")

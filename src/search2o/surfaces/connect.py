@@ -1,0 +1,42 @@
+"""How a messenger surface's jobs reach our API: the server's URL and a client with its token.
+
+Shared by the surfaces that answer through jobs (Slack, Telegram).
+"""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+
+from search2o.client import Client
+from search2o.config import Settings
+from search2o.config import server_url as config_server_url
+from search2o.errors import ConfigError
+
+__all__ = ["connect_surface", "server_url"]
+
+
+def server_url(settings: Settings, configured: str | None) -> str:
+    """Where answers reach our API: ``configured`` (the surface's ``server_url``), else this
+    machine's own server (:func:`search2o.config.server_url` for a process: a wildcard bind
+    address is reached on loopback)."""
+    if configured:
+        return configured.rstrip("/")
+    return config_server_url(settings, for_people=False)
+
+
+def connect_surface(
+    settings: Settings, surface: str, configured_url: str | None, token: SecretStr | None
+) -> Client:
+    """Open a client of our API with ``surface``'s service token (close it, or use ``with``).
+
+    Raises:
+        ConfigError: the token is not set and the server needs tokens.
+
+    """
+    secret = token.get_secret_value() if token else None
+    if secret is None and settings.auth_mode == "token":
+        raise ConfigError(
+            f"{surface}.service_token is not set: create one with `search2o surfaces token "
+            f"{surface}` and set SEARCH2O_{surface.upper()}__SERVICE_TOKEN"
+        )
+    return Client(server_url(settings, configured_url), secret, timeout=60.0, retries=5)

@@ -1,0 +1,217 @@
+"""The delivery records every messenger surface shares: dedupe, record, the state of an answer.
+
+One row of ``surface_deliveries`` per question (:mod:`search2o.storage.delivery_models`),
+whatever the messenger: ``surface`` names it, ``event_key`` and ``message_key`` are its own ids.
+The question's text is sealed under a data key of its own wrapped by the KEK (envelope
+encryption, :mod:`search2o.crypto.envelope`), because a job's payload holds ids only and
+conversation content is never stored in plain text. The same store keeps each surface's ingress
+cursors (``surface_cursors``: a polling offset, a backfill position).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sqlalchemy import exists, select, update
+from sqlalchemy.exc import IntegrityError
+
+from search2o.crypto.envelope import associated_data, new_data_key, open_json, seal_json
+from search2o.crypto.keys import KeyProvider, WrappedKey
+from search2o.storage.db import Database
+from search2o.storage.delivery_models import SurfaceCursor, SurfaceDelivery
+
+__all__ = ["Delivery", "DeliveryStore", "Inbound"]
+
+_KIND = "surface.question"
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A message to answer, as a surface normalised it.
+
+    ``workspace`` is the act-as workspace (Telegram: the bot's id); ``channel`` the chat;
+    ``channel_type`` the platform's word for it (``private``, ``group`` …; :attr:`direct`
+    decides the rights); ``message_key`` the message's id in its chat; ``event_key`` the id
+    of the delivery that brought it; ``thread_key`` the thread whose conversation it continues.
+    """
+
+    surface: str
+    workspace: str
+    channel: str
+    channel_type: str
+    user: str
+    message_key: str
+    event_key: str
+    thread_key: str
+    text: str
+    direct: bool = False
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A delivery record as an answer job reads it (the text opened; ``""`` once dropped)."""
+
+    id: int
+    inbound: Inbound
+    state: str
+    reply_key: str | None
+    act_as: str | None
+    answer_message_id: str | None
+
+
+class DeliveryStore:
+    """Reads and writes ``surface_deliveries`` and ``surface_cursors``.
+
+    Args:
+        database: our database.
+        keys: the KEK provider that wraps each question's data key.
+        direct_types: the ``channel_type`` values that are direct messages, per surface
+            (e.g. ``{"telegram": {"private"}}``), so a loaded record knows its rights.
+
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        keys: KeyProvider,
+        direct_types: dict[str, frozenset[str]] | None = None,
+    ) -> None:
+        self.database = database
+        self.keys = keys
+        self.direct_types = direct_types or {}
+
+    def record(self, inbound: Inbound) -> tuple[int, bool]:
+        """Record ``inbound`` once; return ``(delivery id, whether it is new)``.
+
+        A question seen before, by its event key or by its message (``surface, workspace,
+        channel, message_key``), is not recorded again: its first row's id is returned. Two
+        deliveries racing are settled by the unique constraints.
+        """
+        found = self._find(inbound)
+        if found is not None:
+            return found, False
+        key = new_data_key()
+        wrapped = self.keys.wrap(key)
+        row = SurfaceDelivery(
+            surface=inbound.surface,
+            workspace=inbound.workspace,
+            channel=inbound.channel,
+            channel_type=inbound.channel_type,
+            message_key=inbound.message_key,
+            event_key=inbound.event_key,
+            thread_key=inbound.thread_key,
+            user=inbound.user,
+            state="pending",
+            kek_id=wrapped.key_id,
+            kek_version=wrapped.version,
+            wrapped_key=wrapped.blob,
+            sealed_text=seal_json(key, inbound.text, self._aad(inbound)),
+        )
+        try:
+            with self.database.session() as session:
+                session.add(row)
+                session.flush()
+                return row.id, True
+        except IntegrityError:
+            again = self._find(inbound)
+            if again is None:
+                raise
+            return again, False
+
+    def _find(self, inbound: Inbound) -> int | None:
+        with self.database.session() as session:
+            found = session.scalar(
+                select(SurfaceDelivery.id).where(
+                    SurfaceDelivery.surface == inbound.surface,
+                    (SurfaceDelivery.event_key == inbound.event_key)
+                    | (
+                        (SurfaceDelivery.workspace == inbound.workspace)
+                        & (SurfaceDelivery.channel == inbound.channel)
+                        & (SurfaceDelivery.message_key == inbound.message_key)
+                    ),
+                )
+            )
+            return int(found) if found is not None else None
+
+    def knows_thread(self, surface: str, workspace: str, channel: str, thread_key: str) -> bool:
+        """Whether the surface answers in this thread (some question of it was recorded)."""
+        with self.database.session() as session:
+            return bool(
+                session.scalar(
+                    select(
+                        exists().where(
+                            SurfaceDelivery.surface == surface,
+                            SurfaceDelivery.workspace == workspace,
+                            SurfaceDelivery.channel == channel,
+                            SurfaceDelivery.thread_key == thread_key,
+                        )
+                    )
+                )
+            )
+
+    def load(self, delivery_id: int) -> Delivery | None:
+        """Return a delivery with its text opened (``""`` once dropped), or ``None``.
+
+        Raises:
+            IntegrityCheckError: the sealed text was altered or moved to another row.
+
+        """
+        with self.database.session() as session:
+            row = session.get(SurfaceDelivery, delivery_id)
+            if row is None:
+                return None
+            inbound = Inbound(
+                surface=row.surface,
+                workspace=row.workspace,
+                channel=row.channel,
+                channel_type=row.channel_type,
+                user=row.user,
+                message_key=row.message_key,
+                event_key=row.event_key,
+                thread_key=row.thread_key,
+                text="",
+                direct=row.channel_type in self.direct_types.get(row.surface, frozenset()),
+            )
+            if row.sealed_text is not None and row.wrapped_key is not None:
+                key = self.keys.unwrap(
+                    WrappedKey(str(row.kek_id), int(row.kek_version or 0), bytes(row.wrapped_key))
+                )
+                what = f"{row.surface} question {row.id}"
+                text = open_json(key, bytes(row.sealed_text), self._aad(inbound), what)
+                inbound = replace(inbound, text=str(text))
+            return Delivery(
+                row.id, inbound, row.state, row.reply_key, row.act_as, row.answer_message_id
+            )
+
+    def set(self, delivery_id: int, **values: object) -> None:
+        """Update columns of one delivery (``state``, ``reply_key``, ``act_as`` …)."""
+        with self.database.session() as session:
+            session.execute(
+                update(SurfaceDelivery).where(SurfaceDelivery.id == delivery_id).values(**values)
+            )
+
+    def finish(self, delivery_id: int, state: str, **values: object) -> None:
+        """Set the final ``state`` (``posted`` or ``failed``) and drop the question's text."""
+        self.set(delivery_id, state=state, sealed_text=None, wrapped_key=None, **values)
+
+    def cursor(self, surface: str, workspace: str, name: str) -> str | None:
+        """Return a stored ingress cursor (e.g. Telegram's ``offset``), or ``None``."""
+        with self.database.session() as session:
+            row = session.get(SurfaceCursor, (surface, workspace, name))
+            return row.value if row is not None else None
+
+    def set_cursor(self, surface: str, workspace: str, name: str, value: str) -> None:
+        """Store an ingress cursor (insert or replace; ``value`` at most 64 characters)."""
+        with self.database.session() as session:
+            row = session.get(SurfaceCursor, (surface, workspace, name))
+            if row is None:
+                cursor = SurfaceCursor(surface=surface, workspace=workspace, name=name, value=value)
+                session.add(cursor)
+            else:
+                row.value = value
+
+    @staticmethod
+    def _aad(inbound: Inbound) -> bytes:
+        return associated_data(
+            _KIND, f"{inbound.surface}/{inbound.workspace}/{inbound.channel}", inbound.message_key
+        )

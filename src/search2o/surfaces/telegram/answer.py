@@ -1,0 +1,358 @@
+"""The jobs of the Telegram surface: answer a question in its chat, store a rating.
+
+``telegram.answer`` (payload ``{"delivery": id}``), idempotent through the delivery record:
+
+1. a delivery already ``posted`` or ``failed`` is done; otherwise it becomes ``answering``;
+2. ``/start CODE`` (the deep link ``t.me/<bot>?start=CODE``) or ``/link CODE`` in a private
+   chat links the account with a one-time code;
+3. who it acts as: in a private chat the linked user; in a group, or for an unlinked user, the
+   shared-channel principal (documents open to everyone), said in a footer with a one-line hint
+   how to link (``telegram.unlinked = "link_only"``: only the hint). Telegram exposes no
+   email, so linking is by code only;
+4. the chat's conversation (:meth:`search2o.client.Client.conversation_for_thread`; the thread
+   is the forum topic, or ``main``), or a new one remembered for it; ``/agent NAME message``
+   runs the agent ``NAME`` there instead of a chat turn;
+5. the answer: in a private chat streamed as a draft (``sendMessageDraft``, Bot API 9.3) and
+   finished with ``sendMessage``; in a group sent once as a reply, then edited
+   (``editMessageText``) at most every ``telegram.update_every_s``, an unchanged text never
+   sent again and "message is not modified" taken as done. An intermediate edit during a
+   chat's ``retry_after`` is skipped; the final text waits for it and always lands. The ids of
+   the answer's messages are stored as soon as each exists, so an attempt after a crash edits
+   them and never sends a second answer. The final message carries 👍/👎 buttons, or — when an
+   agent asks a question (``done`` with ``status: paused``) — a ``ForceReply``, whose reply
+   continues the conversation and so resumes the run;
+6. ``posted`` with the answer's message id; the question's text is dropped.
+
+An attempt that fails is retried by the queue; the last one shows a short error in the chat
+(editing the answer if it exists) and ends ``failed``: never a silent end.
+
+``telegram.rate`` (payload ``{"query", "chat", "data"}``) stores a 👍/👎 click as the answer's
+rating, acting as the principal that asked, and always answers the click
+(``answerCallbackQuery``) so the button stops spinning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from search2o.client import Client, act_as_shared, act_as_user
+from search2o.config import TelegramSettings
+from search2o.errors import ConflictError, InputError, ProviderError, Search2oError
+from search2o.events import ConversationEvent, DeltaEvent, DoneEvent, ErrorEvent
+from search2o.jobs.context import JobContext
+from search2o.surfaces.deliveries import Delivery, DeliveryStore
+from search2o.surfaces.telegram.botapi import BotApi, TelegramCallError
+from search2o.surfaces.telegram.render import MAX_UNITS, Part, render_answer, render_notice, split
+
+__all__ = ["CHANNEL_FOOTER", "LINK_HINT", "TelegramAnswerer", "rating_data"]
+
+CHANNEL_FOOTER = "Answered from documents open to everyone."
+LINK_HINT = (
+    "Link your account for answers with your own access: open the link from the search2o "
+    "Web App, or send /link CODE here."
+)
+GREETING = "Hello! Ask me anything about our documents."
+_LINK = re.compile(r"/(?:start|link)(?:@\w+)?\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.I)
+_START = re.compile(r"/start(?:@\w+)?", re.I)
+_AGENT = re.compile(r"/agent(?:@\w+)?\s+(\S{1,100})(?:\s+(.+))?", re.I | re.S)
+_RATING = re.compile(r"rate:(\d{1,12}):(up|down)")
+log = logging.getLogger("search2o.telegram")
+
+
+def rating_data(delivery_id: int, rating: str) -> str:
+    """Return the ``callback_data`` of a rating button (at most 64 bytes, Bot API limit)."""
+    return f"rate:{delivery_id}:{rating}"
+
+
+def _keyboard(delivery_id: int) -> dict[str, Any]:
+    return {
+        "inline_keyboard": [
+            [
+                {"text": "👍", "callback_data": rating_data(delivery_id, "up")},
+                {"text": "👎", "callback_data": rating_data(delivery_id, "down")},
+            ]
+        ]
+    }
+
+
+FORCE_REPLY = {"force_reply": True, "selective": True, "input_field_placeholder": "Your answer"}
+
+
+class TelegramAnswerer:
+    """The handlers of ``telegram.answer`` and ``telegram.rate`` (module docstring).
+
+    Args:
+        settings: the ``telegram`` section.
+        store: the delivery records.
+        api: the Bot API with the bot token.
+        connect: opens a :class:`~search2o.client.Client` of our API with the surface token.
+
+    """
+
+    def __init__(
+        self,
+        settings: TelegramSettings,
+        store: DeliveryStore,
+        api: BotApi,
+        connect: Callable[[], Client],
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.api = api
+        self.connect = connect
+
+    # --- telegram.answer ----------------------------------------------------------------------
+
+    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        """Answer one delivery (module docstring); return ``{"state", "messages"}``.
+
+        Raises:
+            InputError: the delivery does not exist (nothing to retry).
+            ProviderError, Search2oError: this attempt failed; the queue retries it.
+
+        """
+        delivery = self.store.load(int(payload.get("delivery", 0)))
+        if delivery is None:
+            raise InputError("payload.delivery", "names no Telegram delivery")
+        if delivery.state in ("posted", "failed"):
+            return {"state": delivery.state, "messages": delivery.reply_key}
+        self.store.set(delivery.id, state="answering")
+        try:
+            with self.connect() as client:
+                messages = self._answer(client, delivery)
+            self.store.finish(delivery.id, "posted")
+            return {"state": "posted", "messages": messages}
+        except Exception as exc:
+            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
+                self._fail_visibly(delivery.id, exc)
+            raise
+        finally:
+            log.info(
+                "telegram answer attempt %s", ctx.attempt,
+                extra={"fields": {"delivery": delivery.id}},
+            )
+
+    def _answer(self, client: Client, delivery: Delivery) -> str:
+        inbound = delivery.inbound
+        if inbound.direct:
+            linked = _LINK.fullmatch(inbound.text.strip())
+            if linked is not None:
+                return self._final(delivery, render_notice(self._link(client, delivery, linked)))
+            if _START.fullmatch(inbound.text.strip()):
+                return self._final(delivery, render_notice(self._greeting(client, delivery)))
+        act_as, footer = self._speaker(client, delivery)
+        if act_as is None:
+            return self._final(delivery, render_notice(LINK_HINT))
+        self.store.set(delivery.id, act_as=act_as)
+        me = client.acting_as(act_as)
+        where = (inbound.workspace, inbound.channel, inbound.thread_key)
+        conversation = me.conversation_for_thread(*where)
+        text, agent = inbound.text, None
+        started = _AGENT.fullmatch(text.strip())
+        if started is not None:  # /agent NAME [message]: the server checks the name
+            agent, text = started.group(1), started.group(2) or "start"
+        writer = _Writer(self, delivery)
+        done: DoneEvent | None = None
+        for item in me.chat(text, conversation_id=conversation, agent=agent):
+            event = item.event
+            if isinstance(event, ConversationEvent) and conversation is None:
+                conversation = event.conversation_id
+                # the first mapping wins; this answer still lands in the chat
+                with contextlib.suppress(ConflictError):
+                    me.remember_thread(*where, conversation)
+            elif isinstance(event, DeltaEvent):
+                writer.add(event.text)
+            elif isinstance(event, ErrorEvent):
+                raise ProviderError(f"the answer failed: {event.message}")
+            elif isinstance(event, DoneEvent):
+                done = event
+        if done is None:
+            raise ProviderError("the answer's stream ended without its last event")
+        if done.message_id:
+            self.store.set(delivery.id, answer_message_id=done.message_id)
+        parts = render_answer(done.text, done.citations, footer=footer)
+        if done.status == "paused":  # an agent's ask: the reply resumes the run
+            markup: dict[str, Any] | None = FORCE_REPLY
+        else:
+            markup = _keyboard(delivery.id) if done.message_id else None
+        return writer.finish(parts, markup)
+
+    def _speaker(self, client: Client, delivery: Delivery) -> tuple[str | None, str | None]:
+        """Return ``(act-as header value or None for "only a link prompt", footer)``."""
+        inbound = delivery.inbound
+        shared = act_as_shared(inbound.workspace)
+        if not inbound.direct:
+            return shared, CHANNEL_FOOTER
+        if client.identity(inbound.workspace, inbound.user) is None:
+            if self.settings.unlinked == "link_only":
+                return None, None
+            return shared, f"{CHANNEL_FOOTER} {LINK_HINT}"
+        return act_as_user(inbound.workspace, inbound.user), None
+
+    def _link(self, client: Client, delivery: Delivery, found: re.Match[str]) -> str:
+        inbound = delivery.inbound
+        try:
+            linked = client.link(inbound.workspace, inbound.user, found.group(1))
+        except InputError as exc:
+            return f"That code did not work: {exc.reason}."
+        return f"Linked to {linked.email}. Ask me anything."
+
+    def _greeting(self, client: Client, delivery: Delivery) -> str:
+        inbound = delivery.inbound
+        if client.identity(inbound.workspace, inbound.user) is None:
+            return f"{GREETING} {LINK_HINT}"
+        return GREETING
+
+    def _final(self, delivery: Delivery, parts: list[Part]) -> str:
+        return _Writer(self, delivery, stream=False).finish(parts, None)
+
+    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
+        """Send (or edit the answer into) a short visible error; mark the delivery failed."""
+        delivery = self.store.load(delivery_id)
+        if delivery is None:
+            return
+        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
+        notice = render_notice(
+            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
+        )
+        try:
+            _Writer(self, delivery, stream=False).finish(notice, None)
+        except ProviderError as failed:
+            log.error("telegram: the error notice could not be sent: %s", failed.message)
+        self.store.finish(delivery_id, "failed")
+
+    # --- telegram.rate ------------------------------------------------------------------------
+
+    def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        """Store a 👍/👎 click as the answer's rating; return ``{"message", "rating"}``.
+
+        The click is always answered (``answerCallbackQuery``), stored or not.
+
+        Raises:
+            InputError: the data names no answered delivery of this chat (nothing to retry).
+
+        """
+        said = "This button has expired."
+        try:
+            found = _RATING.fullmatch(str(payload.get("data") or ""))
+            delivery = self.store.load(int(found.group(1))) if found else None
+            if (
+                found is None
+                or delivery is None
+                or delivery.inbound.surface != "telegram"
+                or delivery.inbound.channel != str(payload.get("chat"))
+                or delivery.answer_message_id is None
+                or delivery.act_as is None
+            ):
+                raise InputError("payload.data", "names no answered Telegram delivery here")
+            rating = found.group(2)
+            with self.connect() as client:
+                client.acting_as(delivery.act_as).rate(delivery.answer_message_id, rating)
+            said = "Thanks for the feedback!"
+            return {"message": delivery.answer_message_id, "rating": rating}
+        finally:
+            try:
+                self.api.call(
+                    "answerCallbackQuery", callback_query_id=payload.get("query"), text=said
+                )
+            except ProviderError as exc:  # an old query (over 15 min) cannot be answered
+                log.info("telegram answerCallbackQuery: %s", exc.message)
+
+
+class _Writer:
+    """One answer's messages in its chat: a draft or a sent message, edited, then final."""
+
+    def __init__(self, owner: TelegramAnswerer, delivery: Delivery, stream: bool = True) -> None:
+        self.owner = owner
+        self.delivery = delivery
+        self.chat = int(delivery.inbound.channel)
+        self.ids = [int(i) for i in (delivery.reply_key or "").split(",") if i]
+        # A private chat streams a draft; a message from an earlier attempt is edited instead.
+        self.drafting = (
+            stream and owner.settings.stream and delivery.inbound.direct and not self.ids
+        )
+        self.editing = stream and not delivery.inbound.direct
+        self.text = ""
+        self.shown = ""
+        self.last = 0.0
+
+    def _store_ids(self) -> None:
+        self.owner.store.set(self.delivery.id, reply_key=",".join(str(i) for i in self.ids))
+
+    def _send(self, part: Part, markup: dict[str, Any] | None, max_waits: int | None) -> None:
+        params: dict[str, Any] = {"chat_id": self.chat, "text": part.text}
+        if part.entities:
+            params["entities"] = part.entities
+        if markup is not None:
+            params["reply_markup"] = markup
+        if not self.ids:  # the first message replies to the question
+            params["reply_parameters"] = {
+                "message_id": int(self.delivery.inbound.message_key),
+                "allow_sending_without_reply": True,
+            }
+        sent = self.owner.api.call("sendMessage", max_waits=max_waits, **params)
+        self.ids.append(int(sent["message_id"]))
+        self._store_ids()
+
+    def _edit(
+        self, message_id: int, part: Part, markup: dict[str, Any] | None, max_waits: int | None
+    ) -> None:
+        params: dict[str, Any] = {"chat_id": self.chat, "message_id": message_id, "text": part.text}
+        params["entities"] = part.entities
+        if markup is not None:
+            params["reply_markup"] = markup
+        try:
+            self.owner.api.call("editMessageText", max_waits=max_waits, **params)
+        except TelegramCallError as exc:
+            if not exc.not_modified:  # the text is there already: that is success
+                raise
+
+    def add(self, piece: str) -> None:
+        """Take a piece of the answer; show what is new at most every ``update_every_s``."""
+        self.text += piece
+        if not (self.drafting or self.editing):
+            return
+        now = time.monotonic()
+        if now - self.last < self.owner.settings.update_every_s:
+            return
+        shown = split(self.text.strip() + " …", [], MAX_UNITS)[0]
+        if shown.text == self.shown:  # never send an unchanged text again
+            return
+        try:
+            if self.drafting:
+                self.owner.api.call(
+                    "sendMessageDraft",
+                    max_waits=0,
+                    chat_id=self.chat,
+                    draft_id=self.delivery.id,
+                    text=shown.text,
+                )
+            elif not self.ids:
+                self._send(shown, None, max_waits=0)
+            else:
+                self._edit(self.ids[0], shown, None, max_waits=0)
+            self.shown = shown.text
+        except TelegramCallError as exc:
+            # an intermediate update: skipped when limited; a refused draft stops drafting
+            log.info("telegram intermediate %s skipped: %s", exc.method, exc.description)
+            if exc.method == "sendMessageDraft" and exc.error_code != 429:
+                self.drafting = False
+        self.last = now
+
+    def finish(self, parts: list[Part], markup: dict[str, Any] | None) -> str:
+        """Make the messages say ``parts`` (``markup`` on the last); return their ids.
+
+        Always lands: waits for ``retry_after``; a message an earlier attempt sent is edited.
+        """
+        for index, part in enumerate(parts):
+            last = markup if index == len(parts) - 1 else None
+            if index < len(self.ids):
+                self._edit(self.ids[index], part, last, max_waits=None)
+            else:
+                self._send(part, last, max_waits=None)
+        return ",".join(str(i) for i in self.ids)

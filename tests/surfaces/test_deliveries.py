@@ -1,0 +1,78 @@
+"""The surface-neutral delivery store on SQLite and PostgreSQL: dedupe, sealing, cursors."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from sqlalchemy import text
+
+from search2o.runtime import Runtime
+from search2o.surfaces.deliveries import DeliveryStore, Inbound
+
+QUESTION = Inbound(
+    surface="telegram",
+    workspace="7000001",
+    channel="-1001",
+    channel_type="supergroup",
+    user="501",
+    message_key="10",
+    event_key="900",
+    thread_key="main",
+    text="What is the secret salary band?",
+)
+
+
+@pytest.fixture
+def store(runtime: Runtime) -> DeliveryStore:
+    return DeliveryStore(
+        runtime.database, runtime.key_provider, {"telegram": frozenset({"private"})}
+    )
+
+
+def test_a_question_is_recorded_once_by_event_or_by_message(store: DeliveryStore) -> None:
+    first, new = store.record(QUESTION)
+    assert new
+    assert store.record(QUESTION) == (first, False)
+    assert store.record(replace(QUESTION, event_key="901")) == (first, False)  # same message
+    assert store.record(replace(QUESTION, message_key="11")) == (first, False)  # same event
+    other, new = store.record(replace(QUESTION, event_key="902", message_key="12"))
+    assert new and other != first
+    # another surface has its own keys
+    mattermost = replace(QUESTION, surface="mattermost")
+    assert store.record(mattermost)[1]
+
+
+def test_the_text_is_sealed_opened_and_dropped_when_final(
+    store: DeliveryStore, runtime: Runtime
+) -> None:
+    delivery_id, _ = store.record(QUESTION)
+    with runtime.database.engine.connect() as conn:
+        raw = conn.execute(text("SELECT sealed_text FROM surface_deliveries")).scalar_one()
+    assert b"salary" not in bytes(raw)
+    loaded = store.load(delivery_id)
+    assert loaded is not None and loaded.inbound.text == QUESTION.text
+    assert loaded.state == "pending" and not loaded.inbound.direct
+    store.set(delivery_id, state="answering", reply_key="101,102", act_as="shared:7000001")
+    store.finish(delivery_id, "posted")
+    done = store.load(delivery_id)
+    assert done is not None and done.inbound.text == "" and done.state == "posted"
+    assert done.reply_key == "101,102" and done.act_as == "shared:7000001"
+    assert store.knows_thread("telegram", "7000001", "-1001", "main")
+    assert not store.knows_thread("telegram", "7000001", "-1001", "7")
+    assert store.load(delivery_id + 100) is None
+
+
+def test_a_private_chat_loads_as_direct(store: DeliveryStore) -> None:
+    delivery_id, _ = store.record(replace(QUESTION, channel="501", channel_type="private"))
+    loaded = store.load(delivery_id)
+    assert loaded is not None and loaded.inbound.direct
+
+
+def test_cursors_are_kept_per_surface_and_workspace(store: DeliveryStore) -> None:
+    assert store.cursor("telegram", "7000001", "offset") is None
+    store.set_cursor("telegram", "7000001", "offset", "41")
+    store.set_cursor("telegram", "7000001", "offset", "42")
+    store.set_cursor("mattermost", "7000001", "offset", "7")
+    assert store.cursor("telegram", "7000001", "offset") == "42"
+    assert store.cursor("telegram", "other", "offset") is None
