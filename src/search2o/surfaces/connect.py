@@ -16,9 +16,12 @@ __all__ = ["connect_surface", "server_url"]
 
 
 def server_url(settings: Settings, configured: str | None) -> str:
-    """Where answers reach our API: ``configured`` (the surface's ``server_url``), else this
-    machine's own server (:func:`search2o.config.server_url` for a process: a wildcard bind
-    address is reached on loopback)."""
+    """Where answers reach our API: ``configured``, else this machine's own server.
+
+    ``configured`` is the surface's ``server_url`` setting; without it,
+    :func:`search2o.config.server_url` for a process (a wildcard bind address is reached on
+    loopback).
+    """
     if configured:
         return configured.rstrip("/")
     return config_server_url(settings, for_people=False)
