@@ -33,21 +33,20 @@ rating, acting as the principal that asked, and always answers the click
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
-from search2o.client import Client, act_as_shared, act_as_user
+from search2o.client import Client
 from search2o.config import TelegramSettings
-from search2o.errors import ConflictError, InputError, ProviderError, Search2oError
-from search2o.events import ConversationEvent, DeltaEvent, DoneEvent, ErrorEvent
+from search2o.errors import InputError, ProviderError, Search2oError
 from search2o.jobs.context import JobContext
 from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.telegram.botapi import BotApi, TelegramCallError
 from search2o.surfaces.telegram.render import MAX_UNITS, Part, render_answer, render_notice, split
+from search2o.surfaces.turns import chat_turn, link_reply, speaker
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "TelegramAnswerer", "rating_data"]
 
@@ -151,28 +150,12 @@ class TelegramAnswerer:
         self.store.set(delivery.id, act_as=act_as)
         me = client.acting_as(act_as)
         where = (inbound.workspace, inbound.channel, inbound.thread_key)
-        conversation = me.conversation_for_thread(*where)
         text, agent = inbound.text, None
         started = _AGENT.fullmatch(text.strip())
         if started is not None:  # /agent NAME [message]: the server checks the name
             agent, text = started.group(1), started.group(2) or "start"
         writer = _Writer(self, delivery)
-        done: DoneEvent | None = None
-        for item in me.chat(text, conversation_id=conversation, agent=agent):
-            event = item.event
-            if isinstance(event, ConversationEvent) and conversation is None:
-                conversation = event.conversation_id
-                # the first mapping wins; this answer still lands in the chat
-                with contextlib.suppress(ConflictError):
-                    me.remember_thread(*where, conversation)
-            elif isinstance(event, DeltaEvent):
-                writer.add(event.text)
-            elif isinstance(event, ErrorEvent):
-                raise ProviderError(f"the answer failed: {event.message}")
-            elif isinstance(event, DoneEvent):
-                done = event
-        if done is None:
-            raise ProviderError("the answer's stream ended without its last event")
+        done = chat_turn(me, where, text, writer.add, agent=agent)
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
         parts = render_answer(done.text, done.citations, footer=footer)
@@ -183,24 +166,24 @@ class TelegramAnswerer:
         return writer.finish(parts, markup)
 
     def _speaker(self, client: Client, delivery: Delivery) -> tuple[str | None, str | None]:
-        """Return ``(act-as header value or None for "only a link prompt", footer)``."""
+        """Return ``(act-as header value or None for "only a link prompt", footer)``.
+
+        Telegram exposes no email: an account is linked by code only.
+        """
         inbound = delivery.inbound
-        shared = act_as_shared(inbound.workspace)
-        if not inbound.direct:
-            return shared, CHANNEL_FOOTER
-        if client.identity(inbound.workspace, inbound.user) is None:
-            if self.settings.unlinked == "link_only":
-                return None, None
-            return shared, f"{CHANNEL_FOOTER} {LINK_HINT}"
-        return act_as_user(inbound.workspace, inbound.user), None
+        return speaker(
+            client,
+            inbound.workspace,
+            inbound.user,
+            direct=inbound.direct,
+            unlinked=self.settings.unlinked,
+            footer=CHANNEL_FOOTER,
+            hint=LINK_HINT,
+        )
 
     def _link(self, client: Client, delivery: Delivery, found: re.Match[str]) -> str:
         inbound = delivery.inbound
-        try:
-            linked = client.link(inbound.workspace, inbound.user, found.group(1))
-        except InputError as exc:
-            return f"That code did not work: {exc.reason}."
-        return f"Linked to {linked.email}. Ask me anything."
+        return link_reply(client, inbound.workspace, inbound.user, found.group(1))
 
     def _greeting(self, client: Client, delivery: Delivery) -> str:
         inbound = delivery.inbound
