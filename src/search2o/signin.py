@@ -31,6 +31,7 @@ from search2o.storage.signin_models import SigninGrant, WebSession
 
 __all__ = [
     "COOKIE_NAME",
+    "LINK_API_PATH",
     "LINK_PATH",
     "MAX_LINK_MINUTES",
     "MAX_PENDING_OIDC",
@@ -40,6 +41,7 @@ __all__ = [
     "begin_oidc",
     "end_session",
     "issue_login_link",
+    "peek_login_link",
     "redeem_login_link",
     "resolve_session",
     "start_session",
@@ -49,8 +51,17 @@ __all__ = [
 COOKIE_NAME = "s2o_session"
 """The session cookie's name."""
 
-LINK_PATH = "/v1/auth/link/"
-"""Where a sign-in link points: this path, then the link's secret value."""
+LINK_PATH = "/signin/link#"
+"""Where a sign-in link points: the app's confirmation page, then the link's secret value.
+
+The value is in the fragment, which a browser never sends: it reaches no server log, proxy or
+``Referer``. Opening the page uses nothing up (a mail scanner or link preview that fetches it
+gets the app's HTML); the user sees whom the link signs in and presses "Sign in", which posts
+the value (``POST /v1/auth/link/{value}``)."""
+
+LINK_API_PATH = "/v1/auth/link/"
+"""The API path of a sign-in link, then its value: shown (``GET``) and used (``POST``) by the
+app's confirmation page. Logged as its template, since the path holds the secret."""
 
 MAX_LINK_MINUTES = 1440
 """The longest life of a sign-in link: one day."""
@@ -200,6 +211,27 @@ def _use(session: Session, kind: str, value: str) -> SigninGrant:
         .where(SigninGrant.value_hash == digest)
         .execution_options(populate_existing=True)
     ).one()
+
+
+def peek_login_link(session: Session, value: str) -> tuple[str, datetime]:
+    """Return ``(email, expires_at)`` of the usable sign-in link ``value``, using nothing up.
+
+    Raises:
+        AuthenticationError: unknown, used, expired, or its user is gone (one message for all).
+
+    """
+    grant = session.scalars(
+        select(SigninGrant).where(
+            SigninGrant.value_hash == _hash(value),
+            SigninGrant.kind == "link",
+            SigninGrant.used_at.is_(None),
+            SigninGrant.expires_at > utcnow(),
+        )
+    ).one_or_none()
+    user = session.get(User, grant.user_id) if grant and grant.user_id is not None else None
+    if grant is None or user is None:
+        raise AuthenticationError("sign-in link is unknown, used or expired: sign in again")
+    return user.email, grant.expires_at
 
 
 def redeem_login_link(session: Session, value: str) -> User:

@@ -32,10 +32,17 @@ def link_for(runtime: Runtime, email: str, *, admin: bool = False, minutes: int 
         return issue_login_link(session, email, minutes).value
 
 
+def use_link(api: httpx.Client, value: str, **extra: str) -> httpx.Response:
+    """Press "Sign in" on the app's confirmation page: ``POST /v1/auth/link/{value}``."""
+    return api.post(
+        f"/v1/auth/link/{value}", headers={**WEB, "Origin": str(api.base_url), **extra}
+    )
+
+
 def sign_in(api: httpx.Client, runtime: Runtime, email: str, *, admin: bool = False) -> str:
-    """Open a fresh sign-in link; return the session cookie's value."""
-    response = api.get(f"/v1/auth/link/{link_for(runtime, email, admin=admin)}")
-    assert response.status_code == 303 and response.headers["location"] == "/"
+    """Use a fresh sign-in link; return the session cookie's value."""
+    response = use_link(api, link_for(runtime, email, admin=admin))
+    assert response.status_code == 200 and response.json()["email"] == email, response.text
     value = response.cookies[COOKIE_NAME]
     api.cookies.clear()  # each test sends the cookie it means to
     return value
@@ -55,8 +62,9 @@ def test_a_login_link_signs_in_once_with_an_httponly_lax_cookie(
     token_runtime: Runtime, token_api: httpx.Client
 ) -> None:
     value = link_for(token_runtime, "ann@example.com")
-    first = token_api.get(f"/v1/auth/link/{value}")
-    assert first.status_code == 303 and first.headers["location"] == "/"
+    first = use_link(token_api, value)
+    assert first.status_code == 200, first.text
+    assert first.json()["signed_in"] and first.json()["email"] == "ann@example.com"
     set_cookie = first.headers["set-cookie"]
     attributes = {a.strip().split("=")[0].lower() for a in set_cookie.split(";")}
     assert {"httponly", "path"} <= attributes and "samesite=lax" in set_cookie.lower()
@@ -68,9 +76,41 @@ def test_a_login_link_signs_in_once_with_an_httponly_lax_cookie(
     with token_runtime.database.session() as session:  # only the SHA-256 is stored
         stored = session.scalars(select(WebSession.token_hash)).all()
     assert cookie not in stored and len(stored) == 1
-    again = token_api.get(f"/v1/auth/link/{value}")
-    assert again.status_code == 303 and again.headers["location"] == "/?signin_error=link"
-    assert "set-cookie" not in again.headers and sessions(token_runtime) == 1
+    again = use_link(token_api, value)
+    assert again.status_code == 401 and "set-cookie" not in again.headers
+    assert sessions(token_runtime) == 1
+
+
+def test_opening_a_link_uses_nothing_up_so_a_mail_scanner_cannot_spend_it(
+    token_runtime: Runtime, token_api: httpx.Client
+) -> None:
+    value = link_for(token_runtime, "ann@example.com")
+    for _ in range(3):  # a scanner, a link preview, the person: each only looks
+        shown = token_api.get(f"/v1/auth/link/{value}")
+        assert shown.status_code == 200 and shown.json()["email"] == "ann@example.com"
+        assert "set-cookie" not in shown.headers
+    assert sessions(token_runtime) == 0
+    assert use_link(token_api, value).status_code == 200  # still usable by the person
+    assert token_api.get(f"/v1/auth/link/{value}").status_code == 401  # used now
+
+
+def test_a_link_cannot_be_used_from_another_site_login_csrf(
+    token_runtime: Runtime, token_api: httpx.Client
+) -> None:
+    value = link_for(token_runtime, "mallory@example.com")
+    forged = [
+        {"Origin": "https://evil.example"},  # a form on another site, even with the header
+        {"X-Search2o-Client": "", "Origin": str(token_api.base_url)},  # no custom header
+    ]
+    for headers in forged:
+        sent = {**WEB, **headers}
+        if headers.get("X-Search2o-Client") == "":
+            sent.pop("X-Search2o-Client")
+        response = token_api.post(f"/v1/auth/link/{value}", headers=sent)
+        assert response.status_code == 403, response.text
+        assert "set-cookie" not in response.headers
+    assert sessions(token_runtime) == 0
+    assert use_link(token_api, value).status_code == 200  # the link was not spent
 
 
 def test_an_expired_or_unknown_link_signs_nobody_in(
@@ -80,10 +120,22 @@ def test_an_expired_or_unknown_link_signs_nobody_in(
     with token_runtime.database.session() as session:
         session.execute(update(SigninGrant).values(expires_at=utcnow() - timedelta(seconds=1)))
     for attempt in (value, "not-a-link"):
-        response = token_api.get(f"/v1/auth/link/{attempt}")
-        assert response.status_code == 303
-        assert response.headers["location"] == "/?signin_error=link"
+        assert token_api.get(f"/v1/auth/link/{attempt}").status_code == 401
+        response = use_link(token_api, attempt)
+        assert response.status_code == 401
+        assert response.json()["detail"]["message"].startswith("sign-in link is unknown")
     assert sessions(token_runtime) == 0
+
+
+def test_a_link_used_in_a_signed_in_browser_ends_the_old_session(
+    token_runtime: Runtime, token_api: httpx.Client
+) -> None:
+    old = sign_in(token_api, token_runtime, "ann@example.com")
+    value = link_for(token_runtime, "bob@example.com")
+    switched = use_link(token_api, value, Cookie=f"{COOKIE_NAME}={old}")
+    assert switched.status_code == 200 and switched.json()["email"] == "bob@example.com"
+    token_api.cookies.clear()
+    assert token_api.get("/v1/me", headers={"Cookie": f"{COOKIE_NAME}={old}"}).status_code == 401
 
 
 def test_the_session_endpoint_tells_signed_in_from_signed_out(
@@ -210,7 +262,7 @@ def test_login_link_command_prints_a_link_and_refuses_an_unknown_email(cli: Cli)
     cli.ok("users", "add", "ann@example.com")
     lines = out(cli.ok("users", "login-link", "Ann@Example.com", "--minutes", "5")).splitlines()
     assert lines[0].startswith("sign-in link of ann@example.com, valid once until ")
-    assert lines[-1].startswith("http://localhost:8000/v1/auth/link/")
+    assert lines[-1].startswith("http://localhost:8000/signin/link#")  # the app's page
     result = cli("users", "login-link", "nobody@example.com")
     assert "no user nobody@example.com" in error_line(result, 2)
 

@@ -157,10 +157,22 @@ def add_people(runtime: Runtime, people: list[tuple[str, tuple[str, ...], bool]]
 
 def login_link(site: Site, email: str) -> str:
     """A fresh one-time sign-in link of ``email`` on ``site`` (what ``users login-link`` prints)."""
-    from search2o.signin import issue_login_link
+    from search2o.signin import LINK_PATH, issue_login_link
 
     with site.runtime.database.session() as session:
-        return f"{site.url}/v1/auth/link/{issue_login_link(session, email, 5).value}"
+        return f"{site.url}{LINK_PATH}{issue_login_link(session, email, 5).value}"
+
+
+def sign_in_with_link(page: Any, site: Site, email: str) -> None:
+    """Open a fresh sign-in link of ``email``, press "Sign in as …", wait for the app at ``/``."""
+    from playwright.sync_api import expect
+
+    page.goto(login_link(site, email))
+    button = page.get_by_role("button", name=f"Sign in as {email}")
+    expect(button).to_be_visible()
+    button.click()
+    page.wait_for_url(site.url + "/")
+    expect(page.get_by_label("Message", exact=True)).to_be_visible()
 
 
 def shot(page: Any, name: str) -> Path:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.api.test_web_endpoints import HR_DOC
 from tests.conftest import MemoEmbedder
-from tests.web.conftest import Site, add_people, login_link, open_site, shot
+from tests.web.conftest import Site, add_people, open_site, shot, sign_in_with_link
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +31,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory, embedder: MemoEmbedder) -> 
 def as_user(browser: Any, site: Site, email: str) -> Any:
     """A new browser context signed in as ``email`` through a sign-in link."""
     page = browser.new_context().new_page()
-    page.goto(login_link(site, email))
-    assert page.url == site.url + "/"
+    sign_in_with_link(page, site, email)
     return page
 
 

@@ -12,6 +12,10 @@ With Standard Headers"):
   server's own origin (``<scheme>://<Host>``, https when ``web.behind_tls_proxy``) or to the
   configured public URL (``mcp.public_url``).
 
+Using a sign-in link (``POST /v1/auth/link/{value}``) is checked the same way with or without a
+cookie: a page on another site must not sign the browser in as an account of its choosing
+(login CSRF; OWASP CSRF Prevention Cheat Sheet, "Login CSRF").
+
 Local single-user mode answers tokenless loopback requests as the local user, which is just
 as ambient: there a request whose ``Origin``/``Referer`` names another site is refused too
 (non-browser clients send neither and are unaffected). A bearer-token request carries no
@@ -27,16 +31,20 @@ from starlette.requests import cookie_parser
 from starlette.types import Scope
 
 from search2o.config import Settings
-from search2o.signin import COOKIE_NAME
+from search2o.signin import COOKIE_NAME, LINK_API_PATH
 
 __all__ = [
     "CLIENT_HEADER",
+    "SIGN_IN_PATH",
     "STATE_CHANGING",
     "csrf_problem",
     "origin_of",
     "own_origins",
     "session_cookie",
 ]
+
+SIGN_IN_PATH = LINK_API_PATH
+"""Requests under this path sign a browser in: checked as if it were signed in already."""
 
 CLIENT_HEADER = "X-Search2o-Client"
 """The custom header the Web App sends on every request."""
@@ -99,7 +107,7 @@ def csrf_problem(scope: Scope, settings: Settings, *, bearer: bool) -> str | Non
     headers = Headers(scope=scope)
     sent = headers.get("origin")
     origin = origin_of(sent) if sent is not None else origin_of(headers.get("referer"))
-    if session_cookie(headers) is not None:
+    if session_cookie(headers) is not None or scope["path"].startswith(SIGN_IN_PATH):
         if headers.get(CLIENT_HEADER) is None:
             return f"a signed-in browser request that changes something must send {CLIENT_HEADER}"
         if sent is None and headers.get("referer") is None:

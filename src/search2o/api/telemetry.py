@@ -35,11 +35,11 @@ from search2o.observability.answers import AnswerObserver
 from search2o.observability.ids import bind_ids
 from search2o.observability.metrics import Metrics
 from search2o.observability.tracing import Tracing, extract_context
-from search2o.signin import LINK_PATH
+from search2o.signin import LINK_API_PATH
 
 __all__ = ["Telemetry"]
 
-_SECRET_PATHS = {LINK_PATH: LINK_PATH + "{value}"}
+_SECRET_PATHS = {LINK_API_PATH: LINK_API_PATH + "{value}"}
 """Path prefixes followed by a secret, and what is logged instead of the whole path."""
 
 

@@ -89,12 +89,26 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Use Link
-         * @description Use a one-time sign-in link: set the session cookie and send the browser to ``/``.
+         * Show Link
+         * @description Return whom the sign-in link ``value`` signs in; the link stays unused.
+         *
+         *     Raises:
+         *         AuthenticationError: unknown, used or expired (401, one message for all).
+         *         NotFoundError: local mode (it signs in by itself).
          */
-        get: operations["use_link_v1_auth_link__value__get"];
+        get: operations["show_link_v1_auth_link__value__get"];
         put?: never;
-        post?: never;
+        /**
+         * Use Link
+         * @description Use the one-time sign-in link ``value``: set the session cookie, return the session.
+         *
+         *     A browser signed in already is signed in as the link's user instead (its old session ends).
+         *
+         *     Raises:
+         *         AuthenticationError: unknown, used or expired (401); nothing is written.
+         *         NotFoundError: local mode (it signs in by itself).
+         */
+        post: operations["use_link_v1_auth_link__value__post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1495,6 +1509,11 @@ export interface components {
             /** Feedback */
             feedback: components["schemas"]["FeedbackItemPublic"][];
         };
+        /** HTTPValidationError */
+        HTTPValidationError: {
+            /** Detail */
+            detail?: components["schemas"]["ValidationError"][];
+        };
         /**
          * HealthPublic
          * @description Liveness and the mode the server runs in.
@@ -1644,6 +1663,19 @@ export interface components {
              * @description the only surface the code links on, e.g. slack; null for any
              */
             surface?: string | null;
+        };
+        /**
+         * LinkPublic
+         * @description Whom a usable sign-in link signs in, and until when it can be used.
+         */
+        LinkPublic: {
+            /** Email */
+            email: string;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
         };
         /**
          * LinkRequest
@@ -2259,6 +2291,19 @@ export interface components {
             /** Plan */
             plan: string;
         };
+        /** ValidationError */
+        ValidationError: {
+            /** Context */
+            ctx?: Record<string, never>;
+            /** Input */
+            input?: unknown;
+            /** Location */
+            loc: (string | number)[];
+            /** Message */
+            msg: string;
+            /** Error Type */
+            type: string;
+        };
         /**
          * ValidationItem
          * @description One failed rule of a request's validation.
@@ -2673,7 +2718,7 @@ export interface operations {
             };
         };
     };
-    use_link_v1_auth_link__value__get: {
+    show_link_v1_auth_link__value__get: {
         parameters: {
             query?: never;
             header?: never;
@@ -2685,19 +2730,106 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Successful Response */
-            303: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["LinkPublic"];
+                };
             };
-            /** @description bad input: names the field and the rule; nothing was changed */
-            422: {
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    use_link_v1_auth_link__value__post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                value: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description reserved for admins */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description the database or the key service is unavailable */

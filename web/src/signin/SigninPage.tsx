@@ -3,7 +3,6 @@ import type { Session } from "./session";
 
 // What a refused sign-in's code (`?signin_error=`) means; the server logs the precise reason.
 const REFUSALS: Record<string, string> = {
-  link: "This sign-in link is unknown, already used or expired. Ask for a new one.",
   state: "The sign-in took too long or was started in another window. Please try again.",
   provider: "Your company's identity provider did not sign you in. Try again, or ask your administrator.",
   off: "Signing in with a company account is not configured on this server.",

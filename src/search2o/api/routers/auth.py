@@ -3,8 +3,10 @@
 * ``GET /v1/auth/session``: signed in or not, as whom, and which ways in this server offers
   (``local``: local mode signs in by itself; ``link``: ``search2o users login-link``;
   ``oidc``: the identity provider).
-* ``GET /v1/auth/link/{value}``: uses a sign-in link, sets the session cookie, sends the
-  browser to ``/``.
+* ``GET /v1/auth/link/{value}``: whom a sign-in link signs in (uses nothing up: the app's
+  confirmation page ``/signin/link#<value>`` shows it); ``POST /v1/auth/link/{value}``: uses
+  the link and sets the session cookie. A mail scanner or link preview that opens the link
+  only fetches the app's page, so the link is still there for the person.
 * ``GET /v1/auth/oidc/login`` and ``GET /v1/auth/oidc/callback``: OpenID Connect
   (:mod:`search2o.api.oidc_signin`). The ``state`` is also kept in a short-lived cookie bound
   to this browser, so a callback started in another browser is refused (login CSRF; OAuth 2.0
@@ -21,11 +23,12 @@ our page say anything; the reason itself is logged. The session cookie is ``Http
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Annotated, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import BaseModel
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
@@ -38,7 +41,7 @@ from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.oidc_signin import OidcSignin
 from search2o.api.openapi import error_responses
 from search2o.config import Settings
-from search2o.errors import AuthenticationError, Search2oError
+from search2o.errors import AuthenticationError, NotFoundError, Search2oError
 from search2o.netpolicy import is_loopback_host
 from search2o.runtime import Runtime
 from search2o.signin import (
@@ -46,17 +49,19 @@ from search2o.signin import (
     OIDC_REQUEST_MINUTES,
     begin_oidc,
     end_session,
+    peek_login_link,
     redeem_login_link,
     start_session,
     take_oidc,
 )
 from search2o.storage.models import User
 
-__all__ = ["REFUSALS", "STATE_COOKIE", "SessionPublic", "cookie_secure", "router"]
+__all__ = ["REFUSALS", "STATE_COOKIE", "LinkPublic", "SessionPublic", "cookie_secure", "router"]
 
-REFUSALS = frozenset({"link", "state", "provider", "off"})
-"""Codes of a refused sign-in: a bad link; a ``state`` that is wrong, used or expired; the
-identity provider failed or its answer was refused; no identity provider configured."""
+REFUSALS = frozenset({"state", "provider", "off"})
+"""Codes of a refused identity-provider sign-in: a ``state`` that is wrong, used or expired;
+the identity provider failed or its answer was refused; no identity provider configured. (A
+sign-in link is used by the app's own page, which is told 401 and says so itself.)"""
 
 STATE_COOKIE = "s2o_oidc_state"
 """The cookie binding an OIDC authorization request to the browser that started it."""
@@ -75,6 +80,13 @@ class SessionPublic(BaseModel):
     name: str | None = None
     is_admin: bool = False
     methods: list[Literal["local", "link", "oidc"]]
+
+
+class LinkPublic(BaseModel):
+    """Whom a usable sign-in link signs in, and until when it can be used."""
+
+    email: str
+    expires_at: datetime
 
 
 def cookie_secure(settings: Settings) -> bool:
@@ -116,10 +128,9 @@ def current_session(request: Request, runtime: RuntimeDep) -> SessionPublic:
     return SessionPublic(signed_in=True, email=email, name=name, is_admin=admin, methods=methods)
 
 
-def _signed_in(runtime: Runtime, value: str) -> RedirectResponse:
-    """Send the browser to ``/`` with the new session cookie."""
+def _set_session_cookie(response: Response, runtime: Runtime, value: str) -> None:
+    """Put the new session cookie on ``response`` (attributes: module docstring)."""
     settings = runtime.settings
-    response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         COOKIE_NAME,
         value,
@@ -129,6 +140,12 @@ def _signed_in(runtime: Runtime, value: str) -> RedirectResponse:
         httponly=True,
         samesite="lax",
     )
+
+
+def _signed_in(runtime: Runtime, value: str) -> RedirectResponse:
+    """Send the browser to ``/`` with the new session cookie."""
+    response = RedirectResponse("/", status_code=303)
+    _set_session_cookie(response, runtime, value)
     return response
 
 
@@ -140,23 +157,60 @@ def _refused(exc: Search2oError, code: str) -> RedirectResponse:
     return RedirectResponse(f"/?{urlencode({'signin_error': code})}", status_code=303)
 
 
-@router.get(
-    "/link/{value}",
-    status_code=303,
-    response_class=RedirectResponse,
-    responses=error_responses(422, 503),
-)
-def use_link(value: str, runtime: RuntimeDep) -> RedirectResponse:
-    """Use a one-time sign-in link: set the session cookie and send the browser to ``/``."""
+def _no_links_in_local_mode(runtime: Runtime) -> None:
     if runtime.settings.auth_mode == "local":
-        return RedirectResponse("/", status_code=303)  # local mode signs in by itself
+        raise NotFoundError("local mode signs in by itself: no sign-in link is needed")
+
+
+@router.get("/link/{value}", responses=error_responses(401, 404, 503))
+def show_link(value: str, runtime: RuntimeDep) -> LinkPublic:
+    """Return whom the sign-in link ``value`` signs in; the link stays unused.
+
+    Raises:
+        AuthenticationError: unknown, used or expired (401, one message for all).
+        NotFoundError: local mode (it signs in by itself).
+
+    """
+    _no_links_in_local_mode(runtime)
+    with runtime.database.session() as session:
+        email, expires_at = peek_login_link(session, value[:200])
+    return LinkPublic(email=email, expires_at=expires_at)
+
+
+@router.post(
+    "/link/{value}", response_model=SessionPublic, responses=error_responses(401, 403, 404, 503)
+)
+def use_link(value: str, request: Request, runtime: RuntimeDep) -> JSONResponse:
+    """Use the one-time sign-in link ``value``: set the session cookie, return the session.
+
+    A browser signed in already is signed in as the link's user instead (its old session ends).
+
+    Raises:
+        AuthenticationError: unknown, used or expired (401); nothing is written.
+        NotFoundError: local mode (it signs in by itself).
+
+    """
+    _no_links_in_local_mode(runtime)
+    previous = session_cookie(request.headers)
     try:
         with runtime.database.session() as session:
             user = redeem_login_link(session, value[:200])
             cookie = start_session(session, user, "link", runtime.settings.web)
+            if previous:
+                end_session(session, previous)
+            body = SessionPublic(
+                signed_in=True,
+                email=user.email,
+                name=user.display_name or user.email,
+                is_admin=user.is_admin,
+                methods=_methods(runtime.settings),
+            )
     except AuthenticationError as exc:
-        return _refused(exc, "link")
-    return _signed_in(runtime, cookie)
+        log.warning("sign-in refused", extra={"fields": {"code": "link", "reason": exc.message}})
+        raise
+    response = JSONResponse(body.model_dump(mode="json"))
+    _set_session_cookie(response, runtime, cookie)
+    return response
 
 
 def _oidc(request: Request) -> OidcSignin | None:
