@@ -69,7 +69,7 @@ from search2o import accounts  # noqa: E402
 from search2o.api.app import create_app  # noqa: E402
 from search2o.runtime import Runtime  # noqa: E402
 from search2o.storage.db import Database  # noqa: E402
-from search2o.storage.slack_models import SlackDelivery  # noqa: E402
+from search2o.storage.delivery_models import SurfaceDelivery  # noqa: E402
 
 
 def slow_model(seconds: float, pieces: int) -> ScriptedChatModel:
@@ -257,17 +257,17 @@ def run(args: argparse.Namespace, http: httpx.Client, database: Database, fake: 
     rows = wait_for(database, args.events + 1, args.model_s * args.events / args.workers + 120)
     first_text = []
     for row in rows:
-        if row.message_ts not in posted:
+        if row.message_key not in posted:
             continue
         calls = [
             c.at
             for c in fake.calls
             if c.method in ("chat.appendStream", "chat.update")
-            and c.params.get("ts") == row.reply_ts
+            and c.params.get("ts") == row.reply_key
             and c.answer.get("ok")
         ]
         if calls:
-            first_text.append(min(calls) - posted[row.message_ts])
+            first_text.append(min(calls) - posted[row.message_key])
     threads_of = {ts: fake.replies("C1", ts) for ts, _ in bodies}
     duplicates = sum(1 for replies in threads_of.values() if len(replies) > 1)
     lost = sum(
@@ -288,11 +288,11 @@ def run(args: argparse.Namespace, http: httpx.Client, database: Database, fake: 
     }
 
 
-def wait_for(database: Database, count: int, timeout_s: float) -> list[SlackDelivery]:
+def wait_for(database: Database, count: int, timeout_s: float) -> list[SurfaceDelivery]:
     deadline = time.monotonic() + timeout_s
     while True:
         with database.session() as session:
-            rows = list(session.scalars(select(SlackDelivery)))
+            rows = list(session.scalars(select(SurfaceDelivery)))
             session.expunge_all()
         if len(rows) >= count and all(r.state in ("posted", "failed") for r in rows):
             return rows

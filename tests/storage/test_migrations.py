@@ -13,7 +13,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0017"
+HEAD = "0016"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -56,10 +56,10 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
             "link_codes",
             "surface_shared_principals",
             "surface_threads",
-            "slack_deliveries",
             "surface_deliveries",
             "surface_cursors",
         } <= tables
+        assert "slack_deliveries" not in tables  # Slack shares surface_deliveries
         token_nullable = {c["name"]: c["nullable"] for c in inspector.get_columns("api_tokens")}
         assert token_nullable["surface"] and token_nullable["user_id"]  # a user or a surface
         identity_columns = {c["name"] for c in inspector.get_columns("surface_identities")}
@@ -130,13 +130,13 @@ def test_a_database_at_0001_upgrades_and_keeps_its_rows(database_url: str) -> No
         db.close()
 
 
-def test_0016_down_drops_the_sign_in_tables_and_keeps_users(database: Database) -> None:
+def test_0015_down_drops_the_sign_in_tables_and_keeps_users(database: Database) -> None:
     with database.session() as session:
         accounts.create_user(session, "ann@example.com")
-    database.downgrade("0015")
+    database.downgrade("0014")
     tables = set(inspect(database.engine).get_table_names())
-    assert not {"web_sessions", "signin_grants"} & tables
-    assert "slack_deliveries" in tables
+    assert not {"web_sessions", "signin_grants", "surface_deliveries"} & tables
+    assert "surface_threads" in tables
     database.upgrade()
     assert database.current_revision() == HEAD
     with database.session() as session:

@@ -233,14 +233,13 @@ def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
     if not slack.configured or slack.mode != "http":
         return
     try:
-        from search2o.surfaces.slack import DeliveryStore, SlackIngress, SlackPipeline
+        from search2o.surfaces.slack import SlackIngress, SlackPipeline, store
         from search2o.surfaces.slack.commands import SlashCommand
         from search2o.surfaces.slack.surface import shared_client
     except ConfigError as exc:
         log.warning("Slack endpoints off: %s", exc.message)
         return
-    store = DeliveryStore(runtime.database, runtime.key_provider)
-    pipeline = SlackPipeline(slack, store, runtime.jobs)
+    pipeline = SlackPipeline(slack, store(runtime), runtime.jobs)
     command = SlashCommand(shared_client(runtime.settings))
     ingress = SlackIngress(slack, pipeline, command)
     app.router.routes.extend(ingress.routes())

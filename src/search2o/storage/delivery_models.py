@@ -1,10 +1,11 @@
-"""The surface-neutral delivery tables (migration 0017): questions taken, and ingress cursors.
+"""The surface-neutral delivery tables (migration 0016): questions taken, and ingress cursors.
 
-``surface_deliveries`` holds one row per user message a messenger surface took (Telegram,
-Mattermost; built so Slack can move onto it). A row is unique on the platform's event key
-(``surface, event_key``: Telegram's ``update_id``, Mattermost's ``post.id``, Slack's
-``event_id``) and on the message (``surface, workspace, channel, message_key``: Telegram's
-``(chat, message_id)``), so a re-sent or doubled delivery finds its row and is ignored.
+``surface_deliveries`` holds one row per user message a messenger surface took (Slack,
+Telegram, Mattermost). A row is unique on the platform's event key (``surface, event_key``:
+Slack's ``event_id``, Telegram's ``update_id``, Mattermost's ``post.id``) and on the message
+(``surface, workspace, channel, message_key``: Slack's ``(team, channel, ts)`` — one post
+arrives as ``app_mention`` and as ``message`` —, Telegram's ``(chat, message_id)``), so a
+re-sent or doubled delivery finds its row and is ignored.
 ``state`` moves ``pending → answering → posted | failed``; ``reply_key`` is the platform id of
 the answer once it exists, so a job that runs again after a crash edits that message instead
 of sending a second one.

@@ -1,4 +1,4 @@
-"""Browser sign-in: sessions and one-time sign-in grants (migration 0016).
+"""Browser sign-in: sessions and one-time sign-in grants (migration 0015).
 
 * ``web_sessions``: one row per signed-in browser. Only the SHA-256 of the random cookie value
   is stored (a dump cannot be replayed), with the absolute end (``expires_at``), the last use

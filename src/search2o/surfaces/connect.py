@@ -1,9 +1,13 @@
 """How a messenger surface's jobs reach our API: the server's URL and a client with its token.
 
-Shared by the surfaces that answer through jobs (Slack, Telegram).
+Shared by the surfaces that answer through jobs (Slack, Telegram): one way to find the server,
+one way to open the client, one client per process (:func:`shared_client`).
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 from pydantic import SecretStr
 
@@ -12,7 +16,7 @@ from search2o.config import Settings
 from search2o.config import server_url as config_server_url
 from search2o.errors import ConfigError
 
-__all__ = ["connect_surface", "server_url"]
+__all__ = ["connect_surface", "server_url", "shared_client"]
 
 
 def server_url(settings: Settings, configured: str | None) -> str:
@@ -43,3 +47,27 @@ def connect_surface(
             f"{surface}` and set SEARCH2O_{surface.upper()}__SERVICE_TOKEN"
         )
     return Client(server_url(settings, configured_url), secret, timeout=60.0, retries=5)
+
+
+def shared_client(open_client: Callable[[], Client]) -> Callable[[], Client]:
+    """Return a getter of one client of our API per process, opened by ``open_client`` on first use.
+
+    Every job and command of a surface shares it: :class:`~search2o.client.Client` is
+    thread-safe, and one connection pool spares each job a new TLS context and connection.
+    Callers do not close it; it lives as long as the process.
+
+    Raises (from the getter):
+        ConfigError: as ``open_client`` (e.g. :func:`connect_surface` without a token); the
+            next call tries again.
+
+    """
+    lock = threading.Lock()
+    opened: list[Client] = []
+
+    def get() -> Client:
+        with lock:
+            if not opened:
+                opened.append(open_client())
+            return opened[0]
+
+    return get

@@ -25,8 +25,8 @@ from search2o.api.app import create_app
 from search2o.config import Settings
 from search2o.runtime import Runtime
 from search2o.storage.db import Database
+from search2o.storage.delivery_models import SurfaceDelivery
 from search2o.storage.job_models import Job
-from search2o.storage.slack_models import SlackDelivery
 from tests.conftest import MemoEmbedder, free_port
 from tests.jobs.conftest import FAST, wait_until
 from tests.query.doubles import ScriptedChatModel, answering
@@ -65,9 +65,15 @@ class SlackEnv:
         response = self.post(envelope, retry=retry)
         assert response.status_code == 200, response.text
 
-    def deliveries(self) -> list[SlackDelivery]:
+    def deliveries(self) -> list[SurfaceDelivery]:
         with self.runtime.database.session() as session:
-            rows = list(session.scalars(select(SlackDelivery).order_by(SlackDelivery.id)))
+            rows = list(
+                session.scalars(
+                    select(SurfaceDelivery)
+                    .where(SurfaceDelivery.surface == "slack")
+                    .order_by(SurfaceDelivery.id)
+                )
+            )
             session.expunge_all()
             return rows
 
@@ -77,16 +83,16 @@ class SlackEnv:
             session.expunge_all()
             return rows
 
-    def settled(self, count: int, timeout_s: float = 30) -> list[SlackDelivery]:
+    def settled(self, count: int, timeout_s: float = 30) -> list[SurfaceDelivery]:
         """Wait until ``count`` deliveries exist, all posted or failed, their jobs finished."""
 
-        def check() -> list[SlackDelivery] | None:
+        def check() -> list[SurfaceDelivery] | None:
             rows = self.deliveries()
             done = len(rows) == count and all(r.state in ("posted", "failed") for r in rows)
             finished = all(j.state in ("done", "failed") for j in self.jobs())
             return rows if done and finished else None
 
-        found: list[SlackDelivery] = wait_until(check, timeout_s, f"{count} answers")
+        found: list[SurfaceDelivery] = wait_until(check, timeout_s, f"{count} answers")
         return found
 
 

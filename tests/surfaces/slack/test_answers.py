@@ -69,7 +69,7 @@ def test_an_attempt_that_dies_mid_answer_runs_again_and_the_thread_holds_one_ans
     assert job.attempts == 2 and job.state == "done"
     replies = env.fake.replies("C1", ts)
     assert len(replies) == 1, replies  # the second attempt edited the first one's message
-    assert replies[0]["ts"] == row.reply_ts
+    assert replies[0]["ts"] == row.reply_key
     assert "Twenty-five days" in replies[0]["text"] and "Half" not in replies[0]["text"]
     assert len(env.fake.of("chat.postMessage")) == 1
     # the 👀 status was cleared after each attempt
@@ -299,13 +299,13 @@ def test_a_worker_killed_mid_answer_leaves_one_answer_after_the_job_runs_again(
         if worker.stdout is not None:
             worker.stdout.close()
     (row,) = env.deliveries()
-    assert row.state == "answering" and row.reply_ts is not None
+    assert row.state == "answering" and row.reply_key is not None
     env.runtime.jobs.start_consumer(1)  # another worker: it takes the job once its lease ends
     (row,) = env.settled(1, timeout_s=40)
     (job,) = env.jobs()
     assert job.attempts == 2 and row.state == "posted"
     (reply,) = env.fake.replies("C1", ts)  # the thread holds exactly one answer
-    assert reply["ts"] == row.reply_ts and "Twenty-five days" in reply["text"]
+    assert reply["ts"] == row.reply_key and "Twenty-five days" in reply["text"]
     assert len(env.fake.of("chat.postMessage")) == 1
 
 

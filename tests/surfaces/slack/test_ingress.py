@@ -32,7 +32,7 @@ def test_one_event_delivered_three_more_times_gets_exactly_one_answer(
     for retry in (1, 2, 3):  # Slack's retries after http_timeout
         env.event(event, "Ev1", retry=retry)
     (row,) = env.settled(1)
-    assert row.state == "posted" and row.reply_ts is not None
+    assert row.state == "posted" and row.reply_key is not None
     replies = env.fake.replies("C1", "1700000001.000100")
     assert len(replies) == 1
     assert "Twenty-five days" in replies[0]["text"]

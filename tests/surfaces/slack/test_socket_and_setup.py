@@ -54,7 +54,7 @@ def test_socket_mode_acks_every_envelope_ignores_resends_and_reconnects(
         runner.join(timeout=20)
         socket.close()
     assert not runner.is_alive()
-    assert [r.event_id for r in rows] == ["EvS1", "EvS2"]
+    assert [r.event_key for r in rows] == ["EvS1", "EvS2"]
     assert len(env.fake.replies("C1", "1700000901.000100")) == 1
     assert len(env.fake.replies("D1", "1700000902.000100")) == 1
     assert "link CODE" in ack["payload"]["text"]

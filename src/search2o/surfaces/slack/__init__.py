@@ -19,19 +19,16 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
     ) from exc
 
 from search2o.surfaces.slack.answer import SlackAnswerer
-from search2o.surfaces.slack.events import Question, normalise_event
+from search2o.surfaces.slack.events import normalise_event
 from search2o.surfaces.slack.ingress import EVENTS_PATH, INTERACTIONS_PATH, SlackIngress
 from search2o.surfaces.slack.pipeline import ANSWER, RATE, SlackPipeline
-from search2o.surfaces.slack.records import DeliveryStore
-from search2o.surfaces.slack.surface import add_slack_kinds, connect, server_url
+from search2o.surfaces.slack.surface import add_slack_kinds, connect, server_url, store
 
 __all__ = [
     "ANSWER",
     "EVENTS_PATH",
     "INTERACTIONS_PATH",
     "RATE",
-    "DeliveryStore",
-    "Question",
     "SlackAnswerer",
     "SlackIngress",
     "SlackPipeline",
@@ -39,4 +36,5 @@ __all__ = [
     "connect",
     "normalise_event",
     "server_url",
+    "store",
 ]

@@ -43,7 +43,8 @@ from search2o.config import SlackSettings
 from search2o.errors import ConflictError, InputError, ProviderError, Search2oError
 from search2o.events import ConversationEvent, DeltaEvent, DoneEvent, ErrorEvent
 from search2o.jobs.context import JobContext
-from search2o.surfaces.slack.records import Delivery, DeliveryStore
+from search2o.surfaces.deliveries import Delivery, DeliveryStore
+from search2o.surfaces.slack.events import SURFACE
 from search2o.surfaces.slack.render import Rendered, escape, render_answer, render_notice
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
 
@@ -97,13 +98,13 @@ class SlackAnswerer:
             ProviderError, Search2oError: this attempt failed; the queue retries it.
 
         """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
+        delivery = self._load(payload)
         if delivery is None:
             raise InputError("payload.delivery", "names no Slack delivery")
         if delivery.state in ("posted", "failed"):
-            return {"state": delivery.state, "ts": delivery.reply_ts}
+            return {"state": delivery.state, "ts": delivery.reply_key}
         self.store.set(delivery.id, state="answering")
-        question = delivery.question
+        question = delivery.inbound
         self._react("reactions.add", delivery)
         try:
             ts = self._answer(self.connect(), delivery)
@@ -117,11 +118,22 @@ class SlackAnswerer:
             self._react("reactions.remove", delivery)
             log.info(
                 "slack answer attempt %s", ctx.attempt,
-                extra={"fields": {"delivery": delivery.id, "team": question.team}},
+                extra={"fields": {"delivery": delivery.id, "team": question.workspace}},
             )
 
+    def _load(self, payload: dict[str, Any]) -> Delivery | None:
+        """Return the payload's delivery, or ``None`` when it is missing or another surface's.
+
+        The store is shared by every messenger surface, so an id alone could name a Telegram
+        question.
+        """
+        delivery = self.store.load(int(payload.get("delivery", 0)))
+        if delivery is None or delivery.inbound.surface != SURFACE:
+            return None
+        return delivery
+
     def _answer(self, client: Client, delivery: Delivery) -> str:
-        question = delivery.question
+        question = delivery.inbound
         if question.direct:
             linked = _LINK.fullmatch(question.text.strip())
             if linked is not None:
@@ -132,7 +144,7 @@ class SlackAnswerer:
         self.store.set(delivery.id, act_as=act_as)
         me = client.acting_as(act_as)
         conversation = me.conversation_for_thread(
-            question.team, question.channel, question.thread_ts
+            question.workspace, question.channel, question.thread_key
         )
         writer = _Writer(self, delivery)
         done: DoneEvent | None = None
@@ -146,7 +158,7 @@ class SlackAnswerer:
                 # the first mapping wins; this answer still lands in the thread
                 with contextlib.suppress(ConflictError):
                     me.remember_thread(
-                        question.team, question.channel, question.thread_ts, conversation
+                        question.workspace, question.channel, question.thread_key, conversation
                     )
             elif isinstance(event, DeltaEvent):
                 writer.add(event.text)
@@ -165,17 +177,22 @@ class SlackAnswerer:
 
     def _speaker(self, client: Client, delivery: Delivery) -> tuple[str | None, str | None]:
         """Return ``(act-as header value or None for "only a link prompt", footer)``."""
-        question = delivery.question
-        shared = act_as_shared(question.team)
+        question = delivery.inbound
+        shared = act_as_shared(question.workspace)
         if not question.direct:
             return shared, CHANNEL_FOOTER
-        if client.identity(question.team, question.user) is None:
+        if client.identity(question.workspace, question.user) is None:
             email = self._email(question.user)
-            if email is None or client.link_by_email(question.team, question.user, email) is None:
+            linked = (
+                None
+                if email is None
+                else client.link_by_email(question.workspace, question.user, email)
+            )
+            if linked is None:
                 if self.settings.unlinked == "link_only":
                     return None, None
                 return shared, f"{CHANNEL_FOOTER} {LINK_HINT}"
-        return act_as_user(question.team, question.user), None
+        return act_as_user(question.workspace, question.user), None
 
     def _email(self, user: str) -> str | None:
         """Return the user's email (``users.info``, scope ``users:read.email``), or None."""
@@ -188,18 +205,20 @@ class SlackAnswerer:
         return str(email) if isinstance(email, str) and email else None
 
     def _link(self, client: Client, delivery: Delivery, found: re.Match[str]) -> str:
-        question = delivery.question
+        question = delivery.inbound
         try:
-            linked = client.link(question.team, question.user, found.group(1))
+            linked = client.link(question.workspace, question.user, found.group(1))
         except InputError as exc:
             return f"That code did not work: {exc.reason}."
         return f"Linked to {linked.email}. Ask me anything."
 
     def _react(self, method: str, delivery: Delivery) -> None:
         """Add or remove the 👀 status reaction; its failure never stops the answer."""
-        question = delivery.question
+        question = delivery.inbound
         try:
-            self.api.call(method, channel=question.channel, timestamp=question.ts, name=REACTION)
+            self.api.call(
+                method, channel=question.channel, timestamp=question.message_key, name=REACTION
+            )
         except ProviderError as exc:
             log.info("slack %s: %s", method, exc.message)
 
@@ -230,7 +249,7 @@ class SlackAnswerer:
             InputError: the delivery, its answer or the rating is missing (nothing to retry).
 
         """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
+        delivery = self._load(payload)
         rating = payload.get("rating")
         if delivery is None or delivery.answer_message_id is None or delivery.act_as is None:
             raise InputError("payload.delivery", "names no answered Slack delivery")
@@ -246,8 +265,8 @@ class _Writer:
     def __init__(self, owner: SlackAnswerer, delivery: Delivery, stream: bool = True) -> None:
         self.owner = owner
         self.delivery = delivery
-        self.question = delivery.question
-        self.ts = delivery.reply_ts
+        self.question = delivery.inbound
+        self.ts = delivery.reply_key
         # A message from an earlier attempt is edited, never streamed into again.
         self.streaming = stream and owner.settings.stream and self.ts is None
         self.text = ""
@@ -256,7 +275,7 @@ class _Writer:
 
     def _created(self, ts: str) -> None:
         self.ts = ts
-        self.owner.store.set(self.delivery.id, reply_ts=ts)
+        self.owner.store.set(self.delivery.id, reply_key=ts)
 
     def _start(self) -> None:
         """Create the message: a native stream, or (refused, or off) a posted placeholder."""
@@ -266,8 +285,8 @@ class _Writer:
                 started = api.call(
                     "chat.startStream",
                     channel=q.channel,
-                    thread_ts=q.thread_ts,
-                    recipient_team_id=q.team,
+                    thread_ts=q.thread_key,
+                    recipient_team_id=q.workspace,
                     recipient_user_id=q.user,
                 )
                 self._created(str(started["ts"]))
@@ -276,7 +295,7 @@ class _Writer:
                 log.info("slack streaming refused (%s): posting and editing", exc.error)
                 self.streaming = False
         posted = api.call(
-            "chat.postMessage", channel=q.channel, thread_ts=q.thread_ts, text="_Searching…_"
+            "chat.postMessage", channel=q.channel, thread_ts=q.thread_key, text="_Searching…_"
         )
         self._created(str(posted["ts"]))
 
@@ -306,7 +325,7 @@ class _Writer:
                 api.call(
                     "chat.update",
                     max_waits=0,
-                    budget=(self.owner.budget, q.team),
+                    budget=(self.owner.budget, q.workspace),
                     channel=q.channel,
                     ts=self.ts,
                     text=text,
@@ -322,7 +341,7 @@ class _Writer:
             posted = api.call(
                 "chat.postMessage",
                 channel=q.channel,
-                thread_ts=q.thread_ts,
+                thread_ts=q.thread_key,
                 text=rendered.text,
                 blocks=rendered.blocks,
             )
@@ -345,7 +364,7 @@ class _Writer:
         q = self.question
         self.owner.api.call(
             "chat.update",
-            budget=(self.owner.budget, q.team),
+            budget=(self.owner.budget, q.workspace),
             channel=q.channel,
             ts=self.ts,
             text=rendered.text,

@@ -1,4 +1,4 @@
-"""Normalising what Slack sends into a :class:`Question`, or nothing to answer.
+"""Normalising what Slack sends into a question to answer (an ``Inbound``), or nothing.
 
 Pure functions over the decoded payloads (Slack API docs, "Events API": the ``event_callback``
 envelope; the ``message`` and ``app_mention`` event types and ``message`` subtypes). No I/O:
@@ -15,47 +15,32 @@ What is ignored: our own bot (``authorizations[].user_id``), ``USLACKBOT``, othe
 ``allow_bots``, every subtype but ``thread_broadcast`` and ``file_share`` (edits, deletions,
 joins, topic changes …), hidden messages, and messages with no text left once the mention of
 the bot is removed.
+
+Slack's ids map onto the shared record (:class:`~search2o.surfaces.deliveries.Inbound`):
+``team`` → ``workspace``, the message's ``ts`` →
+``message_key``, ``event_id`` → ``event_key``, ``thread_ts`` (the parent's ``ts``, the
+message's own for a top-level message, so the answer goes in that thread) → ``thread_key``.
+``channel_type`` is Slack's (``im``, ``channel``, ``group``, ``mpim``; ``app_mention`` carries
+none and counts as a channel); only ``im`` is a direct message (:data:`DIRECT_TYPES`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from search2o.surfaces.deliveries import Inbound
 from search2o.textrules import text_problem
 
-__all__ = ["Question", "bot_user_of", "normalise_event"]
+__all__ = ["DIRECT_TYPES", "SURFACE", "bot_user_of", "normalise_event"]
 
+SURFACE = "slack"
+DIRECT_TYPES = frozenset({"im"})
 SLACKBOT = "USLACKBOT"
 CONTENT_SUBTYPES = frozenset({"thread_broadcast", "file_share"})
 _TS = re.compile(r"[0-9]{1,20}\.[0-9]{1,10}")
 _ID = re.compile(r"[A-Za-z0-9._@+=-]{1,100}")
-
-
-@dataclass(frozen=True)
-class Question:
-    """A message to answer: where it is, who wrote it, its text and the event that brought it.
-
-    ``thread_ts`` is the parent's ``ts`` (the message's own for a top-level message), so the
-    answer goes in that thread; ``channel_type`` is Slack's (``im``, ``channel``, ``group``,
-    ``mpim``; ``app_mention`` carries none and counts as a channel).
-    """
-
-    event_id: str
-    team: str
-    channel: str
-    channel_type: str
-    user: str
-    ts: str
-    thread_ts: str
-    text: str
-
-    @property
-    def direct(self) -> bool:
-        """Whether the question is a direct message (answered with the user's own rights)."""
-        return self.channel_type == "im"
 
 
 def bot_user_of(envelope: dict[str, Any]) -> str | None:
@@ -73,7 +58,7 @@ def normalise_event(
     allow_bots: bool = False,
     known_thread: Callable[[str, str, str], bool] = lambda team, channel, thread: False,
     max_chars: int = 8000,
-) -> Question | None:
+) -> Inbound | None:
     """Return the question an ``event_callback`` envelope holds, or ``None`` to ignore it.
 
     Args:
@@ -107,22 +92,24 @@ def normalise_event(
     if not all(isinstance(v, str) and _TS.fullmatch(v) for v in (ts, thread_ts)):
         return None
     channel_type = str(event.get("channel_type") or "channel")
-    if kind == "message" and channel_type != "im" and not known_thread(
+    if kind == "message" and channel_type not in DIRECT_TYPES and not known_thread(
         str(team), str(event["channel"]), str(thread_ts)
     ):
         return None
     text = _without_mention(str(event.get("text") or ""), bot)
     if not text or text_problem(text) is not None:
         return None
-    return Question(
-        event_id=str(envelope["event_id"]),
-        team=str(team),
+    return Inbound(
+        surface=SURFACE,
+        workspace=str(team),
         channel=str(event["channel"]),
         channel_type=channel_type[:16],
         user=user,
-        ts=str(ts),
-        thread_ts=str(thread_ts),
+        message_key=str(ts),
+        event_key=str(envelope["event_id"]),
+        thread_key=str(thread_ts),
         text=text[:max_chars],
+        direct=channel_type in DIRECT_TYPES,
     )
 
 

@@ -2,7 +2,8 @@
 
 verify (HTTP: :mod:`search2o.signing`; Socket Mode: the connection is the app token's) →
 normalise (:mod:`~search2o.surfaces.slack.events`) → dedupe and record
-(:class:`~search2o.surfaces.slack.records.DeliveryStore`) → enqueue a job → acknowledge.
+(:class:`~search2o.surfaces.deliveries.DeliveryStore`, shared with the other messenger
+surfaces: ``event_id`` and ``(team, channel, ts)``) → enqueue a job → acknowledge.
 Nothing slow happens before the acknowledgement: no model, no search, no Slack Web API call;
 only two short database writes.
 
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from search2o.config import SlackSettings
 from search2o.jobs.queue import JobQueue
-from search2o.surfaces.slack.events import normalise_event
-from search2o.surfaces.slack.records import DeliveryStore
+from search2o.surfaces.deliveries import DeliveryStore
+from search2o.surfaces.slack.events import SURFACE, normalise_event
 from search2o.surfaces.slack.render import FEEDBACK_ACTIONS
 
 __all__ = ["ANSWER", "RATE", "Outcome", "SlackPipeline", "answer_dedupe_key"]
@@ -68,7 +70,7 @@ class SlackPipeline:
         question = normalise_event(
             envelope,
             allow_bots=self.settings.allow_bots,
-            known_thread=self.store.knows_thread,
+            known_thread=partial(self.store.knows_thread, SURFACE),
             max_chars=self.settings.max_question_chars,
         )
         if question is None:
@@ -77,7 +79,7 @@ class SlackPipeline:
         self.queue.enqueue(ANSWER, {"delivery": delivery}, dedupe_key=answer_dedupe_key(delivery))
         log.info(
             "slack event %s", "recorded" if new else "duplicate",
-            extra={"fields": {"event_id": question.event_id, "delivery": delivery}},
+            extra={"fields": {"event_id": question.event_key, "delivery": delivery}},
         )
         return Outcome("answered" if new else "duplicate", delivery)
 
@@ -98,10 +100,12 @@ class SlackPipeline:
             if not number.isdigit() or rating not in ("up", "down"):
                 continue
             delivery = self.store.load(int(number))
-            if delivery is None or (delivery.question.team, delivery.question.channel) != (
-                team,
-                channel,
-            ):
+            # the store is shared: the value must name a Slack answer of this channel
+            if delivery is None or (
+                delivery.inbound.surface,
+                delivery.inbound.workspace,
+                delivery.inbound.channel,
+            ) != (SURFACE, team, channel):
                 continue
             stamp = str(action.get("action_ts") or "")[:32]
             self.queue.enqueue(

@@ -24,8 +24,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from search2o.errors import ConfigError
 from search2o.surfaces.slack.commands import SlashCommand
 from search2o.surfaces.slack.pipeline import SlackPipeline
-from search2o.surfaces.slack.records import DeliveryStore
-from search2o.surfaces.slack.surface import shared_client
+from search2o.surfaces.slack.surface import shared_client, store
 
 if TYPE_CHECKING:
     from search2o.runtime import Runtime
@@ -76,9 +75,7 @@ def run_socket(runtime: Runtime, stop: threading.Event) -> None:
             "Socket Mode needs slack.app_token (SEARCH2O_SLACK__APP_TOKEN, an xapp- token with "
             "connections:write)"
         )
-    pipeline = SlackPipeline(
-        slack, DeliveryStore(runtime.database, runtime.key_provider), runtime.jobs
-    )
+    pipeline = SlackPipeline(slack, store(runtime), runtime.jobs)
     command = SlashCommand(shared_client(runtime.settings))
     client = SocketModeClient(
         app_token=slack.app_token.get_secret_value(),

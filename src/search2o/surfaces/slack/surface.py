@@ -1,77 +1,64 @@
-"""The Slack surface of one process: its pipeline, ingress, jobs and Web API, from settings.
+"""The Slack surface of one process: its store, pipeline, jobs and Web API, from settings.
 
-:class:`SlackSurface` is built from a runtime whose ``slack`` section is configured; the API
-app mounts its routes (``http`` mode), the job registry adds its kinds, ``search2o slack
-socket`` feeds its pipeline from Socket Mode.
+Built from a runtime whose ``slack`` section is configured: the API app mounts the routes
+(``http`` mode), the job registry adds the job kinds, ``search2o slack socket`` feeds the
+pipeline from Socket Mode. How jobs reach our API is
+:mod:`search2o.surfaces.connect`, shared with the other messenger surfaces.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from search2o.client import Client
-from search2o.config import Settings, SlackSettings
-from search2o.config import server_url as config_server_url
-from search2o.errors import ConfigError
+from search2o.config import Settings
 from search2o.jobs.registry import JobRegistry
+from search2o.surfaces import connect as connecting
+from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.slack.answer import SlackAnswerer
+from search2o.surfaces.slack.events import DIRECT_TYPES, SURFACE
 from search2o.surfaces.slack.pipeline import ANSWER, RATE
-from search2o.surfaces.slack.records import DeliveryStore
 from search2o.surfaces.slack.webapi import SlackApi, UpdateBudget
 
 if TYPE_CHECKING:
     from search2o.runtime import Runtime
 
-__all__ = ["add_slack_kinds", "connect", "server_url", "shared_client"]
+__all__ = ["add_slack_kinds", "connect", "server_url", "shared_client", "store"]
 
 
 def server_url(settings: Settings) -> str:
     """Where answers reach our API: ``slack.server_url``, else this machine's own server.
 
-    The latter is :func:`search2o.config.server_url` for a process: a wildcard bind address
-    is reached on loopback.
+    See :func:`search2o.surfaces.connect.server_url`.
     """
-    if settings.slack.server_url:
-        return settings.slack.server_url.rstrip("/")
-    return config_server_url(settings, for_people=False)
-
-
-def shared_client(settings: Settings) -> Callable[[], Client]:
-    """Return a getter of one client of our API per process, opened on first use.
-
-    Raises (from the getter):
-        ConfigError: as :func:`connect`.
-
-    """
-    lock = threading.Lock()
-    opened: list[Client] = []
-
-    def get() -> Client:
-        with lock:
-            if not opened:
-                opened.append(connect(settings))
-            return opened[0]
-
-    return get
+    return connecting.server_url(settings, settings.slack.server_url)
 
 
 def connect(settings: Settings) -> Client:
-    """Open a client of our API with the surface token (close it, or use ``with``).
+    """Open a client of our API with the Slack surface token (close it, or use ``with``).
 
     Raises:
         ConfigError: ``slack.service_token`` is not set and the server needs tokens.
 
     """
-    slack: SlackSettings = settings.slack
-    token = slack.service_token.get_secret_value() if slack.service_token else None
-    if token is None and settings.auth_mode == "token":
-        raise ConfigError(
-            "slack.service_token is not set: create one with `search2o surfaces token slack` "
-            "and set SEARCH2O_SLACK__SERVICE_TOKEN"
-        )
-    return Client(server_url(settings), token, timeout=60.0, retries=5)
+    slack = settings.slack
+    return connecting.connect_surface(settings, SURFACE, slack.server_url, slack.service_token)
+
+
+def shared_client(settings: Settings) -> Callable[[], Client]:
+    """Return a getter of this process's one Slack client of our API (opened on first use).
+
+    Raises (from the getter):
+        ConfigError: as :func:`connect`.
+
+    """
+    return connecting.shared_client(lambda: connect(settings))
+
+
+def store(runtime: Runtime) -> DeliveryStore:
+    """Return the delivery records, knowing Slack's ``im`` channels are direct messages."""
+    return DeliveryStore(runtime.database, runtime.key_provider, {SURFACE: DIRECT_TYPES})
 
 
 def add_slack_kinds(registry: JobRegistry, runtime: Runtime) -> SlackAnswerer:
@@ -81,7 +68,7 @@ def add_slack_kinds(registry: JobRegistry, runtime: Runtime) -> SlackAnswerer:
     assert slack.bot_token is not None
     answerer = SlackAnswerer(
         slack,
-        DeliveryStore(runtime.database, runtime.key_provider),
+        store(runtime),
         SlackApi(slack.bot_token.get_secret_value(), slack.api_url),
         UpdateBudget(slack.update_budget, slack.update_window_s),
         shared_client(settings),

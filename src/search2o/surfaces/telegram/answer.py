@@ -89,7 +89,8 @@ class TelegramAnswerer:
         settings: the ``telegram`` section.
         store: the delivery records.
         api: the Bot API with the bot token.
-        connect: opens a :class:`~search2o.client.Client` of our API with the surface token.
+        connect: returns the process's :class:`~search2o.client.Client` of our API with the
+            surface token (:func:`search2o.surfaces.connect.shared_client`; not closed here).
 
     """
 
@@ -122,8 +123,7 @@ class TelegramAnswerer:
             return {"state": delivery.state, "messages": delivery.reply_key}
         self.store.set(delivery.id, state="answering")
         try:
-            with self.connect() as client:
-                messages = self._answer(client, delivery)
+            messages = self._answer(self.connect(), delivery)
             self.store.finish(delivery.id, "posted")
             return {"state": "posted", "messages": messages}
         except Exception as exc:
@@ -234,8 +234,7 @@ class TelegramAnswerer:
             ):
                 raise InputError("payload.data", "names no answered Telegram delivery here")
             rating = found.group(2)
-            with self.connect() as client:
-                client.acting_as(delivery.act_as).rate(delivery.answer_message_id, rating)
+            self.connect().acting_as(delivery.act_as).rate(delivery.answer_message_id, rating)
             said = "Thanks for the feedback!"
             return {"message": delivery.answer_message_id, "rating": rating}
         finally:

@@ -14,7 +14,7 @@ from search2o.client import Client
 from search2o.config import Settings
 from search2o.errors import ConfigError, ProviderError
 from search2o.jobs.registry import JobRegistry
-from search2o.surfaces.connect import connect_surface
+from search2o.surfaces.connect import connect_surface, shared_client
 from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.telegram.answer import TelegramAnswerer
 from search2o.surfaces.telegram.botapi import BotApi, bot_id_of
@@ -112,7 +112,10 @@ def add_telegram_kinds(registry: JobRegistry, runtime: Runtime) -> TelegramAnswe
     """Register ``telegram.answer`` and ``telegram.rate`` in ``registry``; return their handler."""
     settings = runtime.settings
     answerer = TelegramAnswerer(
-        settings.telegram, store(runtime), bot_api(settings), lambda: connect(settings)
+        settings.telegram,
+        store(runtime),
+        bot_api(settings),
+        shared_client(lambda: connect(settings)),
     )
     registry.add(ANSWER, answerer.answer, max_attempts=4)
     registry.add(RATE, answerer.rate, max_attempts=3)

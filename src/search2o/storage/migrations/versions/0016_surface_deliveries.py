@@ -1,15 +1,15 @@
 """Surfaces: shared delivery records and ingress cursors (:mod:`search2o.storage.delivery_models`).
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-01
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0017"
-down_revision = "0016"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 

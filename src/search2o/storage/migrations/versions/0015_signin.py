@@ -3,16 +3,16 @@
 See :mod:`search2o.storage.signin_models`. Downgrading drops both tables, which signs every
 browser out and voids links not yet used.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-01
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016"
-down_revision = "0015"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
