@@ -7,6 +7,11 @@
   principal, and the ``X-Search2o-Act-As`` rule of surface service tokens.
 * :mod:`search2o.surfaces.threads`: the mapping of (surface, workspace, channel, thread) to a
   conversation.
+* :mod:`search2o.surfaces.deliveries`: the delivery records of the messenger surfaces that
+  answer through jobs (Slack, Telegram): dedupe, the sealed question, the answer's state,
+  ingress cursors.
+* :mod:`search2o.surfaces.connect` and :mod:`search2o.surfaces.turns`: how those jobs reach
+  our API (one client per process), whom an answer speaks for, and the chat turn.
 * :mod:`search2o.surfaces.mcp`: the MCP server, a surface of its own kind: search tools for an
   external model under the caller's rights, no conversation (``docs/mcp.md``).
 

@@ -31,22 +31,21 @@ answer's rating (:meth:`search2o.client.Client.rate`), acting as the principal t
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
-from search2o.client import Client, act_as_shared, act_as_user
+from search2o.client import Client
 from search2o.config import SlackSettings
-from search2o.errors import ConflictError, InputError, ProviderError, Search2oError
-from search2o.events import ConversationEvent, DeltaEvent, DoneEvent, ErrorEvent
+from search2o.errors import InputError, ProviderError, Search2oError
 from search2o.jobs.context import JobContext
 from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.slack.events import SURFACE
 from search2o.surfaces.slack.render import Rendered, escape, render_answer, render_notice
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
+from search2o.surfaces.turns import chat_turn, link_reply, speaker
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "SlackAnswerer"]
 
@@ -137,62 +136,37 @@ class SlackAnswerer:
         if question.direct:
             linked = _LINK.fullmatch(question.text.strip())
             if linked is not None:
-                return self._final(delivery, render_notice(self._link(client, delivery, linked)))
-        act_as, footer = self._speaker(client, delivery)
+                reply = link_reply(client, question.workspace, question.user, linked.group(1))
+                return self._final(delivery, render_notice(reply))
+        act_as, footer = speaker(
+            client,
+            question.workspace,
+            question.user,
+            direct=question.direct,
+            unlinked=self.settings.unlinked,
+            footer=CHANNEL_FOOTER,
+            hint=LINK_HINT,
+            email=lambda: self._email(question.user),
+        )
         if act_as is None:
             return self._final(delivery, render_notice(LINK_HINT))
         self.store.set(delivery.id, act_as=act_as)
-        me = client.acting_as(act_as)
-        conversation = me.conversation_for_thread(
-            question.workspace, question.channel, question.thread_key
-        )
         writer = _Writer(self, delivery)
-        done: DoneEvent | None = None
         # A new thread starts slack.agent (if set); a follow-up continues the conversation,
         # and answers its agent's waiting `ask` when there is one.
-        agent = self.settings.agent if conversation is None else None
-        for item in me.chat(question.text, conversation_id=conversation, agent=agent):
-            event = item.event
-            if isinstance(event, ConversationEvent) and conversation is None:
-                conversation = event.conversation_id
-                # the first mapping wins; this answer still lands in the thread
-                with contextlib.suppress(ConflictError):
-                    me.remember_thread(
-                        question.workspace, question.channel, question.thread_key, conversation
-                    )
-            elif isinstance(event, DeltaEvent):
-                writer.add(event.text)
-            elif isinstance(event, ErrorEvent):
-                raise ProviderError(f"the answer failed: {event.message}")
-            elif isinstance(event, DoneEvent):
-                done = event
-        if done is None:
-            raise ProviderError("the answer's stream ended without its last event")
+        done = chat_turn(
+            client.acting_as(act_as),
+            (question.workspace, question.channel, question.thread_key),
+            question.text,
+            writer.add,
+            start_agent=self.settings.agent,
+        )
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
         rendered = render_answer(
             done.text, done.citations, footer=footer, feedback=str(delivery.id)
         )
         return writer.finish(rendered)
-
-    def _speaker(self, client: Client, delivery: Delivery) -> tuple[str | None, str | None]:
-        """Return ``(act-as header value or None for "only a link prompt", footer)``."""
-        question = delivery.inbound
-        shared = act_as_shared(question.workspace)
-        if not question.direct:
-            return shared, CHANNEL_FOOTER
-        if client.identity(question.workspace, question.user) is None:
-            email = self._email(question.user)
-            linked = (
-                None
-                if email is None
-                else client.link_by_email(question.workspace, question.user, email)
-            )
-            if linked is None:
-                if self.settings.unlinked == "link_only":
-                    return None, None
-                return shared, f"{CHANNEL_FOOTER} {LINK_HINT}"
-        return act_as_user(question.workspace, question.user), None
 
     def _email(self, user: str) -> str | None:
         """Return the user's email (``users.info``, scope ``users:read.email``), or None."""
@@ -203,14 +177,6 @@ class SlackAnswerer:
             return None
         email = ((found.get("user") or {}).get("profile") or {}).get("email")
         return str(email) if isinstance(email, str) and email else None
-
-    def _link(self, client: Client, delivery: Delivery, found: re.Match[str]) -> str:
-        question = delivery.inbound
-        try:
-            linked = client.link(question.workspace, question.user, found.group(1))
-        except InputError as exc:
-            return f"That code did not work: {exc.reason}."
-        return f"Linked to {linked.email}. Ask me anything."
 
     def _react(self, method: str, delivery: Delivery) -> None:
         """Add or remove the 👀 status reaction; its failure never stops the answer."""
