@@ -191,19 +191,3 @@ def same_runtime(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> I
         yield rt
     finally:
         rt.close()
-
-
-@pytest.fixture(scope="session")
-def playwright_driver() -> Iterator[Any]:
-    """One Playwright driver per test session, shared by every browser test.
-
-    Playwright's sync API runs its driver on an event loop of its own; a second
-    ``sync_playwright()`` opened while one is running fails ("using Playwright Sync API inside
-    the asyncio loop"), so the Web App's shared browser and the extension's persistent
-    contexts all start from this one.
-    """
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        yield playwright
-

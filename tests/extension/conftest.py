@@ -81,8 +81,10 @@ class Browser:
 
 
 @contextmanager
-def launch(playwright: Any, dist: Path) -> Iterator[Browser]:
-    """Start Chromium with ``dist`` loaded unpacked, in a fresh profile, from ``playwright``."""
+def launch(dist: Path) -> Iterator[Browser]:
+    """Start Chromium with ``dist`` loaded unpacked, in a fresh profile."""
+    from playwright.sync_api import sync_playwright
+
     profile = tempfile.mkdtemp(prefix="s2o-ext-profile-")
     args = [
         *(a for a in LAUNCH_ARGS if a != "--headless"),
@@ -90,27 +92,28 @@ def launch(playwright: Any, dist: Path) -> Iterator[Browser]:
         f"--load-extension={dist}",
     ]
     try:
-        context = playwright.chromium.launch_persistent_context(
-            profile,
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=args,
-            viewport=PANEL_SIZE,
-        )
-        try:
-            workers = context.service_workers
-            worker = workers[0] if workers else context.wait_for_event("serviceworker")
-            yield Browser(context, worker.url.split("/")[2], worker)
-        finally:
-            context.close()
+        with sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                profile,
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=args,
+                viewport=PANEL_SIZE,
+            )
+            try:
+                workers = context.service_workers
+                worker = workers[0] if workers else context.wait_for_event("serviceworker")
+                yield Browser(context, worker.url.split("/")[2], worker)
+            finally:
+                context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture
-def browser(playwright_driver: Any, granted: Path) -> Iterator[Browser]:
+def browser(granted: Path) -> Iterator[Browser]:
     """Chromium with the extension (loopback granted), a fresh profile per test."""
-    with launch(playwright_driver, granted) as opened:
+    with launch(granted) as opened:
         yield opened
 
 

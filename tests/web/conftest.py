@@ -55,15 +55,18 @@ def _require(condition: bool, reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def browser(playwright_driver: Any) -> Iterator[Any]:
+def browser() -> Iterator[Any]:
     """Debian's Chromium, headless, once per session."""
     _require(CHROMIUM.exists(), f"{CHROMIUM} is missing: apt-get install -y chromium")
     _require(DIST_INDEX.exists(), "the Web App is not built: npm ci && npm run build in web/")
-    chromium = playwright_driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-    try:
-        yield chromium
-    finally:
-        chromium.close()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 @dataclass
