@@ -54,9 +54,15 @@ def _require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium, headless, once per session."""
+    """Debian's Chromium, headless, once per test module.
+
+    Not once per session: Playwright's sync API keeps an event loop running while its driver
+    is open, and every later test that runs asyncio in the main thread (the MCP client,
+    ``asyncio.run``) would fail, as would the extension's own driver. A module's tests share
+    one browser; the driver is closed when the module ends.
+    """
     _require(CHROMIUM.exists(), f"{CHROMIUM} is missing: apt-get install -y chromium")
     _require(DIST_INDEX.exists(), "the Web App is not built: npm ci && npm run build in web/")
     from playwright.sync_api import sync_playwright
