@@ -37,6 +37,8 @@ __all__ = [
     "store",
 ]
 
+_NEEDED = "SEARCH2O_MATTERMOST__URL and SEARCH2O_MATTERMOST__BOT_TOKEN"
+
 
 def connect(settings: Settings) -> Client:
     """Open a client of our API with the Mattermost surface token (close it, or use ``with``).
@@ -52,7 +54,7 @@ def connect(settings: Settings) -> Client:
 def _token(settings: Settings) -> str:
     token = settings.mattermost.bot_token
     if token is None or settings.mattermost.url is None:
-        raise ConfigError("mattermost needs SEARCH2O_MATTERMOST__URL and __BOT_TOKEN")
+        raise ConfigError(f"mattermost needs {_NEEDED}")
     return token.get_secret_value()
 
 
@@ -131,7 +133,7 @@ def check(settings: Settings) -> list[tuple[bool, str]]:
     """
     mattermost = settings.mattermost
     if not mattermost.configured:
-        return [(False, "mattermost: off — set SEARCH2O_MATTERMOST__URL and __BOT_TOKEN")]
+        return [(False, f"mattermost: off — set {_NEEDED}")]
     lines: list[tuple[bool, str]] = []
     api = rest_api(settings)
     try:
