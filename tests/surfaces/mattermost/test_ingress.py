@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from search2o import accounts
+from search2o.surfaces.identity import issue_link_code
 from tests.jobs.conftest import wait_until
 from tests.query.doubles import answering
 from tests.surfaces.mattermost.conftest import MattermostFactory, listening
@@ -84,3 +86,20 @@ def test_a_channel_post_without_a_mention_and_our_own_posts_are_ignored(
     assert follow_up.thread_key == asked["id"]
     # the bot's own two answers were broadcast too, and never taken as questions
     assert len(env.fake.bot_posts(TOWN_ID)) == 2 and len(env.deliveries()) == 2
+
+
+def test_the_command_links_an_account_with_a_code_and_refuses_a_wrong_one(
+    mattermost_env: MattermostFactory,
+) -> None:
+    env = mattermost_env()
+    with env.runtime.database.session() as session:
+        dana = accounts.create_user(session, "dana@example.com")
+        code = issue_link_code(session, dana.id, surface="mattermost").code
+    url = f"{env.base}/mattermost/command"
+    wrong = send_command(url, "link AAAA-AAAA-AAA")
+    assert wrong.json()["text"].startswith("That code did not work")
+    linked = send_command(url, f"link {code}")
+    assert linked.json() == {
+        "response_type": "ephemeral", "text": "Linked to dana@example.com. Ask me anything."
+    }
+    assert env.deliveries() == []  # linking is no question
