@@ -51,6 +51,7 @@ __all__ = [
     "JobSettings",
     "KeySettings",
     "KnowledgeSettings",
+    "MattermostSettings",
     "McpSettings",
     "MemorySettings",
     "MetricsSettings",
@@ -946,6 +947,76 @@ class TelegramSettings(BaseModel):
         return bool(self.bot_token and self.bot_token.get_secret_value())
 
 
+class MattermostSettings(BaseModel):
+    """The Mattermost surface (:mod:`search2o.surfaces.mattermost`, docs/mattermost.md).
+
+    Mattermost is on when ``url`` and ``bot_token`` are set (:attr:`configured`). ``search2o
+    mattermost listen`` reads the bot's WebSocket event stream (``{url}/api/v4/websocket``,
+    Mattermost API v4 "WebSocket") and backfills a gap over REST; the slash command
+    ``/search2o`` posts to ``POST /mattermost/command`` with ``command_token`` (the token
+    Mattermost shows for the command; without it the route is not served) and rating buttons
+    post to ``POST /mattermost/actions`` at ``public_url`` (how the Mattermost server reaches
+    this one; default :func:`public_url`). Answers are jobs that call this server's API at
+    ``server_url`` with ``service_token`` (``search2o surfaces token mattermost``). An answer
+    is patched at most every ``update_every_s`` seconds and never while the server's
+    ``X-Ratelimit-*`` headers or a 429 say to wait. ``watchdog_s``: a socket that answers no
+    ping for this long is taken for dead and reconnected.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(default=None, description="the Mattermost server, https://chat.example")
+    bot_token: SecretStr | None = Field(default=None, description="the bot account's access token")
+    command_token: SecretStr | None = Field(
+        default=None, description="the slash command's token (Integrations > Slash Commands)"
+    )
+    public_url: str | None = Field(
+        default=None, description="this server as Mattermost reaches it (button callbacks)"
+    )
+    server_url: str | None = Field(
+        default=None, description="this server's API as answers reach it (default http://host:port)"
+    )
+    service_token: SecretStr | None = Field(
+        default=None, description="surface token from `search2o surfaces token mattermost`"
+    )
+    update_every_s: float = Field(
+        default=1.0, ge=0, le=60, description="shortest pause between two patches of one answer"
+    )
+    unlinked: Literal["channel", "link_only"] = Field(
+        default="channel", description="unlinked users: shared scope + hint, or only a hint"
+    )
+    watchdog_s: float = Field(
+        default=30.0, gt=0, le=600, description="reconnect when a ping gets no answer this long"
+    )
+    backfill_max_s: int = Field(
+        default=86_400, ge=0, le=30 * 86_400, description="oldest gap a reconnect backfills"
+    )
+    max_question_chars: int = Field(default=16_383, ge=1, le=40_000)
+
+    @field_validator("url", "public_url", "server_url")
+    @classmethod
+    def _mm_url(cls, value: str | None) -> str | None:
+        # The bot token travels to url: https, plain http to loopback only.
+        if value is None:
+            return None
+        problem = url_problem(value, secure=True, query=False)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip().rstrip("/")
+
+    @field_validator("command_token")
+    @classmethod
+    def _command_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("must be the token Mattermost shows for the command (26 characters)")
+        return value
+
+    @property
+    def configured(self) -> bool:
+        """Whether the surface is on: a server URL and a bot token are set."""
+        return bool(self.url and self.bot_token and self.bot_token.get_secret_value())
+
+
 class ServeSettings(BaseModel):
     """How ``search2o serve`` runs its HTTP processes (docs/deployment.md).
 
@@ -1061,6 +1132,7 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     oidc: OidcSettings = Field(default_factory=OidcSettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    mattermost: MattermostSettings = Field(default_factory=MattermostSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)

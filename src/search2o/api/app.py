@@ -174,6 +174,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     app.state.slack = None
     _mount_slack(app, rt)
     _mount_telegram(app, rt)
+    _mount_mattermost(app, rt)
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
@@ -255,6 +256,16 @@ def _mount_telegram(app: FastAPI, runtime: Runtime) -> None:
 
     api = bot_api(runtime.settings)  # only for one getMe when the username is not configured
     app.router.routes.extend(TelegramWebhook(telegram, pipeline(runtime, api)).routes())
+
+
+def _mount_mattermost(app: FastAPI, runtime: Runtime) -> None:
+    """Serve ``/mattermost/actions`` and ``/mattermost/command`` (docs/mattermost.md)."""
+    if not runtime.settings.mattermost.configured:
+        return
+    from search2o.surfaces.mattermost import ingress, rest_api
+
+    api = rest_api(runtime.settings)  # only for one GET /users/me (who the bot is)
+    app.router.routes.extend(ingress(runtime, api).routes())
 
 
 def _route_templates(routers: list[APIRouter]) -> Callable[[Scope], str | None]:

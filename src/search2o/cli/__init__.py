@@ -14,6 +14,7 @@ from search2o.cli import (
     chat,
     keys,
     knowledge,
+    mattermost,
     mcp,
     memory,
     retention,
@@ -78,6 +79,7 @@ app.add_typer(worker.jobs_app, name="jobs", rich_help_panel="Admin")
 app.add_typer(surfaces.surfaces_app, name="surfaces", rich_help_panel="Admin")
 app.add_typer(slack.slack_app, name="slack", rich_help_panel="Admin")
 app.add_typer(telegram.telegram_app, name="telegram", rich_help_panel="Admin")
+app.add_typer(mattermost.mattermost_app, name="mattermost", rich_help_panel="Admin")
 app.add_typer(memory.memory_app, name="memory", rich_help_panel="Chat")
 app.add_typer(agents.agents_app, name="agents", rich_help_panel="Agents")
 

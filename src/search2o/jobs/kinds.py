@@ -19,6 +19,9 @@ enqueue exactly the kinds a worker can run. Every handler is idempotent (docs/jo
 * ``telegram.answer`` (payload ``delivery``) and ``telegram.rate`` (``query``, ``chat``,
   ``data``), when the ``telegram`` section is configured (:mod:`search2o.surfaces.telegram`,
   docs/telegram.md).
+* ``mattermost.answer`` (payload ``delivery``) and ``mattermost.rate`` (``delivery``,
+  ``rating``, ``channel``), when the ``mattermost`` section is configured
+  (:mod:`search2o.surfaces.mattermost`, docs/mattermost.md).
 
 A periodic kind runs at most every ``jobs.tick_s`` (shorter intervals are raised to it), once
 across all consumers.
@@ -104,6 +107,10 @@ def build_registry(runtime: Runtime) -> JobRegistry:
         from search2o.surfaces.telegram import add_telegram_kinds
 
         add_telegram_kinds(registry, runtime)
+    if settings.mattermost.configured:  # mattermost.answer, mattermost.rate (docs/mattermost.md)
+        from search2o.surfaces.mattermost import add_mattermost_kinds
+
+        add_mattermost_kinds(registry, runtime)
     return registry
 
 

@@ -1,0 +1,238 @@
+"""The jobs of the Mattermost surface: answer a question in its thread, store a rating.
+
+``mattermost.answer`` (payload ``{"delivery": id}``), idempotent through the delivery record:
+
+1. a delivery already ``posted`` or ``failed`` is done; otherwise it becomes ``answering``;
+2. ``link CODE`` in a direct channel links the account with a one-time code;
+3. who it acts as (:func:`search2o.surfaces.turns.speaker`): in a direct channel the linked
+   user — an unlinked one is linked first by the email ``GET /api/v4/users/{id}`` shows, when
+   the server exposes it and marks it verified (``email_verified``) — else, and in any other
+   channel, the shared-channel principal (documents open to everyone), said in a footer;
+4. the thread's conversation (:func:`search2o.surfaces.turns.chat_turn`; the thread is the
+   post's ``root_id``, or the post itself);
+5. the answer, in the thread: posted once, then patched (``PUT /posts/{id}/patch``) at most
+   every ``mattermost.update_every_s``, an unchanged text never sent again; an intermediate
+   patch while the rate limit holds is skipped, the final one waits for it and always lands.
+   Past 16,383 characters the rest follows in more posts of the thread. The ids are stored as
+   soon as each post exists (``reply_key``), so an attempt after a crash patches them and never
+   posts a second answer. The last post carries the 👍/👎 buttons;
+6. ``posted``; the question's text is dropped.
+
+An attempt that fails is retried by the queue; the last one shows a short error in the thread
+and ends ``failed``: never a silent end.
+
+``mattermost.rate`` (payload ``{"delivery", "rating", "channel"}``, from a click whose HMAC was
+verified) stores the rating of the delivery's answer, acting as the principal that asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from search2o.client import Client
+from search2o.config import MattermostSettings
+from search2o.errors import InputError, ProviderError, Search2oError
+from search2o.jobs.context import JobContext
+from search2o.surfaces.deliveries import Delivery, DeliveryStore
+from search2o.surfaces.mattermost.buttons import keyboard
+from search2o.surfaces.mattermost.posts import SURFACE
+from search2o.surfaces.mattermost.render import MAX_CHARS, render_answer, render_notice, split
+from search2o.surfaces.mattermost.restapi import MattermostApi
+from search2o.surfaces.turns import chat_turn, link_reply, speaker
+
+__all__ = ["CHANNEL_FOOTER", "LINK_HINT", "MattermostAnswerer"]
+
+CHANNEL_FOOTER = "Answered from documents open to everyone."
+LINK_HINT = "Link your account for answers with your own access: `/search2o link CODE`."
+_LINK = re.compile(r"/?link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.I)
+log = logging.getLogger("search2o.mattermost")
+
+
+class MattermostAnswerer:
+    """The handlers of ``mattermost.answer`` and ``mattermost.rate`` (module docstring).
+
+    Args:
+        settings: the ``mattermost`` section.
+        store: the delivery records.
+        api: the REST API with the bot token.
+        connect: opens a :class:`~search2o.client.Client` of our API with the surface token.
+        key: the HMAC key of button contexts.
+        actions_url: where the buttons call back (``<public URL>/mattermost/actions``).
+
+    """
+
+    def __init__(
+        self,
+        settings: MattermostSettings,
+        store: DeliveryStore,
+        api: MattermostApi,
+        connect: Callable[[], Client],
+        key: str,
+        actions_url: str,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.api = api
+        self.connect = connect
+        self.key = key
+        self.actions_url = actions_url
+
+    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        """Answer one delivery (module docstring); return ``{"state", "posts"}``.
+
+        Raises:
+            InputError: the delivery does not exist (nothing to retry).
+            ProviderError, Search2oError: this attempt failed; the queue retries it.
+
+        """
+        delivery = self.store.load(int(payload.get("delivery", 0)))
+        if delivery is None or delivery.inbound.surface != SURFACE:
+            raise InputError("payload.delivery", "names no Mattermost delivery")
+        if delivery.state in ("posted", "failed"):
+            return {"state": delivery.state, "posts": delivery.reply_key}
+        self.store.set(delivery.id, state="answering")
+        try:
+            with self.connect() as client:
+                posts = self._answer(client, delivery)
+            self.store.finish(delivery.id, "posted")
+            return {"state": "posted", "posts": posts}
+        except Exception as exc:
+            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
+                self._fail_visibly(delivery.id, exc)
+            raise
+
+    def _answer(self, client: Client, delivery: Delivery) -> str:
+        inbound = delivery.inbound
+        if inbound.direct:
+            linked = _LINK.fullmatch(inbound.text.strip())
+            if linked is not None:
+                said = link_reply(client, inbound.workspace, inbound.user, linked.group(1))
+                return _Writer(self, delivery, stream=False).finish(render_notice(said), None)
+        act_as, footer = speaker(
+            client,
+            inbound.workspace,
+            inbound.user,
+            direct=inbound.direct,
+            unlinked=self.settings.unlinked,
+            footer=CHANNEL_FOOTER,
+            hint=LINK_HINT,
+            email=lambda: self._email(inbound.user),
+        )
+        if act_as is None:
+            return _Writer(self, delivery, stream=False).finish(render_notice(LINK_HINT), None)
+        self.store.set(delivery.id, act_as=act_as)
+        me = client.acting_as(act_as)
+        writer = _Writer(self, delivery)
+        where = (inbound.workspace, inbound.channel, inbound.thread_key)
+        done = chat_turn(me, where, inbound.text, writer.add)
+        if done.message_id:
+            self.store.set(delivery.id, answer_message_id=done.message_id)
+        props = keyboard(self.key, self.actions_url, delivery.id) if done.message_id else None
+        return writer.finish(render_answer(done.text, done.citations, footer=footer), props)
+
+    def _email(self, user: str) -> str | None:
+        """Return the user's email when Mattermost shows it as verified, else ``None``."""
+        found = self.api.user(user)
+        email = str(found.get("email") or "")
+        return email if email and found.get("email_verified") is True else None
+
+    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
+        delivery = self.store.load(delivery_id)
+        if delivery is None:
+            return
+        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
+        notice = render_notice(
+            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
+        )
+        try:
+            _Writer(self, delivery, stream=False).finish(notice, None)
+        except ProviderError as failed:
+            log.error("mattermost: the error notice could not be posted: %s", failed.message)
+        self.store.finish(delivery_id, "failed")
+
+    def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        """Store a verified click as the answer's rating; return ``{"message", "rating"}``.
+
+        Raises:
+            InputError: the click names no answered delivery of its channel (nothing to retry).
+
+        """
+        delivery = self.store.load(int(payload.get("delivery") or 0))
+        rating = str(payload.get("rating") or "")
+        if (
+            delivery is None
+            or delivery.inbound.surface != SURFACE
+            or delivery.inbound.channel != str(payload.get("channel"))
+            or delivery.answer_message_id is None
+            or delivery.act_as is None
+            or rating not in ("up", "down")
+        ):
+            raise InputError("payload.delivery", "names no answered Mattermost delivery here")
+        with self.connect() as client:
+            client.acting_as(delivery.act_as).rate(delivery.answer_message_id, rating)
+        return {"message": delivery.answer_message_id, "rating": rating}
+
+
+class _Writer:
+    """One answer's posts in its thread: posted, patched on a throttle, then final."""
+
+    def __init__(self, owner: MattermostAnswerer, delivery: Delivery, stream: bool = True) -> None:
+        self.owner = owner
+        self.delivery = delivery
+        inbound = delivery.inbound
+        # A slash command's answer starts a thread of its own.
+        self.root = "" if inbound.thread_key.startswith("command:") else inbound.thread_key
+        self.ids = [i for i in (delivery.reply_key or "").split(",") if i]
+        self.stream = stream
+        self.text = ""
+        self.shown = ""
+        self.last = 0.0
+
+    def _post(self, message: str, props: dict[str, Any] | None, max_waits: int | None) -> None:
+        api = self.owner.api
+        self.ids.append(
+            api.create_post(
+                self.delivery.inbound.channel,
+                message,
+                root_id=self.root,
+                props=props,
+                max_waits=max_waits,
+            )
+        )
+        self.owner.store.set(self.delivery.id, reply_key=",".join(self.ids))
+
+    def add(self, piece: str) -> None:
+        """Take a piece of the answer; show what is new at most every ``update_every_s``."""
+        self.text += piece
+        now = time.monotonic()
+        if not self.stream or now - self.last < self.owner.settings.update_every_s:
+            return
+        shown = split(self.text.strip() + " …", MAX_CHARS - 2)[0]
+        if shown == self.shown:  # never send an unchanged text again
+            return
+        try:
+            if not self.ids:
+                self._post(shown, None, max_waits=0)
+            else:
+                self.owner.api.patch_post(self.ids[0], shown, max_waits=0)
+            self.shown = shown
+        except ProviderError as exc:  # an intermediate update: skipped while limited
+            log.info("mattermost intermediate update skipped: %s", exc.message)
+        self.last = now
+
+    def finish(self, parts: list[str], props: dict[str, Any] | None) -> str:
+        """Make the posts say ``parts`` (``props`` on the last); return their ids.
+
+        Always lands: waits out the rate limit; a post an earlier attempt made is patched.
+        """
+        for index, part in enumerate(parts):
+            last = props if index == len(parts) - 1 else None
+            if index < len(self.ids):
+                self.owner.api.patch_post(self.ids[index], part, props=last or {})
+            else:
+                self._post(part, last, max_waits=None)
+        return ",".join(self.ids)

@@ -1,0 +1,105 @@
+"""The one pipeline every Mattermost post goes through: the WebSocket, its backfill, the command.
+
+normalise (:mod:`~search2o.surfaces.mattermost.posts`) → dedupe and record
+(:class:`~search2o.surfaces.deliveries.DeliveryStore`, on ``post.id``) → enqueue
+``mattermost.answer`` → acknowledge, and advance the ``since`` cursor (``surface_cursors``:
+the newest ``create_at`` taken, in Unix milliseconds) that a reconnect backfills from.
+Nothing slow happens before the acknowledgement: no model, no search, no Mattermost call.
+
+A post recorded before is ignored, but its job is enqueued again with the same dedupe key (a
+no-op when the job exists), so a question whose first take recorded it and then failed to
+enqueue is not lost. A genuine button click becomes a ``mattermost.rate`` job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from search2o.config import MattermostSettings
+from search2o.jobs.queue import JobQueue
+from search2o.surfaces.deliveries import DeliveryStore, Inbound
+from search2o.surfaces.mattermost.posts import SURFACE, Bot, normalise_post
+
+__all__ = ["ANSWER", "RATE", "SINCE", "MattermostPipeline", "Outcome"]
+
+ANSWER = "mattermost.answer"
+RATE = "mattermost.rate"
+SINCE = "since"
+log = logging.getLogger("search2o.mattermost")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the pipeline did: ``answered``, ``duplicate`` or ``ignored``; the delivery's id."""
+
+    status: str
+    delivery: int | None = None
+
+
+class MattermostPipeline:
+    """Take posts and clicks: dedupe, record, enqueue (module docstring).
+
+    Args:
+        settings: the ``mattermost`` section.
+        store: the delivery records.
+        queue: the job queue (``mattermost.answer`` and ``mattermost.rate`` registered).
+        bot: returns who the bot is (cached by the caller).
+
+    """
+
+    def __init__(
+        self,
+        settings: MattermostSettings,
+        store: DeliveryStore,
+        queue: JobQueue,
+        bot: Callable[[], Bot],
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.queue = queue
+        self.bot = bot
+
+    def take_post(self, post: dict[str, Any], channel_type: str, mentions: list[str]) -> Outcome:
+        """Take one decoded post (from the WebSocket or a backfill)."""
+        bot = self.bot()
+
+        def known(channel: str, root: str) -> bool:
+            return self.store.knows_thread(SURFACE, bot.id, channel, root)
+
+        inbound = normalise_post(
+            post, channel_type, mentions, bot, known, max_chars=self.settings.max_question_chars
+        )
+        outcome = Outcome("ignored") if inbound is None else self.take(inbound)
+        self.advance(int(post.get("create_at") or 0))
+        return outcome
+
+    def take(self, inbound: Inbound) -> Outcome:
+        """Record a normalised question once and enqueue its answer."""
+        delivery, new = self.store.record(inbound)
+        self.queue.enqueue(ANSWER, {"delivery": delivery}, dedupe_key=f"{ANSWER}:{delivery}")
+        log.info(
+            "mattermost post %s", "recorded" if new else "duplicate",
+            extra={"fields": {"post": inbound.event_key, "delivery": delivery}},
+        )
+        return Outcome("answered" if new else "duplicate", delivery)
+
+    def since(self) -> int | None:
+        """Return the newest ``create_at`` taken (Unix ms), or ``None`` before the first."""
+        value = self.store.cursor(SURFACE, self.bot().id, SINCE)
+        return int(value) if value and value.isdigit() else None
+
+    def advance(self, create_at_ms: int) -> None:
+        """Move the ``since`` cursor forward to ``create_at_ms`` (never back)."""
+        if create_at_ms > (self.since() or 0):
+            self.store.set_cursor(SURFACE, self.bot().id, SINCE, str(create_at_ms))
+
+    def take_click(self, delivery_id: int, rating: str, channel: str, trigger: str) -> None:
+        """Enqueue the rating of a verified click (``trigger``: Mattermost's ``trigger_id``)."""
+        self.queue.enqueue(
+            RATE,
+            {"delivery": delivery_id, "rating": rating, "channel": channel},
+            dedupe_key=f"{RATE}:{trigger}" if trigger else None,
+        )
