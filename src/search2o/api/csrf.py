@@ -109,9 +109,9 @@ def csrf_problem(scope: Scope, settings: Settings, *, bearer: bool) -> str | Non
     origin = origin_of(sent) if sent is not None else origin_of(headers.get("referer"))
     if session_cookie(headers) is not None or scope["path"].startswith(SIGN_IN_PATH):
         if headers.get(CLIENT_HEADER) is None:
-            return f"a signed-in browser request that changes something must send {CLIENT_HEADER}"
+            return f"a browser request that changes something must send {CLIENT_HEADER}"
         if sent is None and headers.get("referer") is None:
-            return "a signed-in browser request that changes something must send Origin or Referer"
+            return "a browser request that changes something must send Origin or Referer"
     elif settings.auth_mode != "local" or (origin is None and sent is None):
         return None
     if origin is None or origin not in own_origins(scope, settings):

@@ -119,9 +119,10 @@ def users_login_link(
 ) -> None:
     """Print a one-time link that signs a user in to the Web App (for installs without an IdP).
 
-    Opening it sets the session cookie and shows the app. It works once, only its hash is
-    stored, and it is built on the server's public URL (``mcp.public_url``, else the address
-    ``serve`` prints).
+    It opens a page that shows whom it signs in; the page's button signs in (opening the link
+    alone, e.g. by a mail scanner, uses nothing up). It works once, only its hash is stored,
+    and it is built on the server's public URL (mcp.public_url, else the address serve
+    prints).
     """
     with open_runtime() as runtime, runtime.database.session() as session:
         chosen = runtime.settings

@@ -42,6 +42,8 @@ def slack_manifest(
     chosen = mode or settings().slack.mode
     if chosen == "http" and not url:
         raise InputError("--url", "http mode needs this server's public URL, e.g. https://...")
+    if chosen == "http" and url is not None and not url.startswith("https://"):
+        raise InputError("--url", f"{url[:100]!r}: Slack sends events only to https URLs")
     print_plain(json.dumps(manifest(chosen, url, name), indent=2, ensure_ascii=False))
 
 
@@ -54,7 +56,13 @@ def slack_check() -> None:
     """
     from search2o.surfaces.slack.manifest import check
 
-    problems = check(settings().slack)
+    chosen = settings()
+    problems = check(chosen.slack)
+    if chosen.auth_mode == "token" and chosen.slack.service_token is None:
+        problems.append(
+            "slack.service_token is not set: answers cannot reach this server; run `search2o "
+            "surfaces token slack` and set SEARCH2O_SLACK__SERVICE_TOKEN"
+        )
     for line in problems:
         print_plain(line)
     if problems:

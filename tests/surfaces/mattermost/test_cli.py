@@ -28,7 +28,7 @@ def test_check_reports_each_part_in_one_line(
     assert out(result).splitlines() == [
         f"mattermost: ok — @search2o ({BOT_ID}) at {fake_mattermost.url}",
         "mattermost: the bot is in 2 channel(s)",
-        "mattermost: service token set",
+        "mattermost: no service token needed (local mode)",
         "mattermost: slash command off (SEARCH2O_MATTERMOST__COMMAND_TOKEN)",
     ]
 

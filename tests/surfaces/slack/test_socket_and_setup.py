@@ -77,6 +77,8 @@ def test_the_manifest_holds_exactly_the_needed_scopes_and_urls() -> None:
     assert "request_url" not in socket["settings"]["event_subscriptions"]
     refused = runner.invoke(app, ["slack", "manifest", "--mode", "http"])
     assert refused.exit_code == 2 and "--url" in refused.output
+    plain = runner.invoke(app, ["slack", "manifest", "--mode", "http", "--url", "http://x"])
+    assert plain.exit_code == 2 and "only to https URLs" in plain.output
 
 
 def test_check_names_each_missing_scope_and_bad_token_in_one_line() -> None:
@@ -91,7 +93,9 @@ def test_check_names_each_missing_scope_and_bad_token_in_one_line() -> None:
             "reinstall the app",
         ]
         bad = good.model_copy(update={"bot_token": SlackSettings(bot_token="xoxb-bad").bot_token})
-        assert check(bad) == ["bot token refused by Slack: invalid_auth"]
+        assert check(bad) == [
+            "slack.bot_token (SEARCH2O_SLACK__BOT_TOKEN) refused by Slack: invalid_auth"
+        ]
         socket = good.model_copy(update={"mode": "socket"})
         assert check(socket)[-1].startswith("slack.app_token is not set")
     with FakeSlack() as fake:

@@ -29,7 +29,8 @@ export function SigninPage({ session, ended }: { session: Session; ended: boolea
       ) : null}
       {session.methods.includes("link") ? (
         <p>
-          Or open a sign-in link from your administrator (
+          {session.methods.includes("oidc") ? "Or open" : "Open"} a sign-in link from your
+          administrator (
           <code>search2o users login-link you@example.com</code>).
         </p>
       ) : null}

@@ -156,6 +156,8 @@ def check(settings: Settings) -> list[tuple[bool, str]]:
         lines.append(
             (False, "mattermost: service token not set — run `search2o surfaces token mattermost`")
         )
+    elif mattermost.service_token is None:
+        lines.append((True, "mattermost: no service token needed (local mode)"))
     else:
         lines.append((True, "mattermost: service token set"))
     if mattermost.command_token is None:

@@ -98,7 +98,9 @@ def check(settings: SlackSettings) -> list[str]:
         try:
             granted = api.scopes()
         except SlackCallError as exc:
-            problems.append(f"bot token refused by Slack: {exc.error}")
+            problems.append(
+                f"slack.bot_token (SEARCH2O_SLACK__BOT_TOKEN) refused by Slack: {exc.error}"
+            )
         except ProviderError as exc:
             problems.append(exc.message)
         else:
@@ -118,7 +120,9 @@ def check(settings: SlackSettings) -> list[str]:
             try:
                 app.call("apps.connections.open")
             except SlackCallError as exc:
-                problems.append(f"app token refused by Slack: {exc.error}")
+                problems.append(
+                    f"slack.app_token (SEARCH2O_SLACK__APP_TOKEN) refused by Slack: {exc.error}"
+                )
             except ProviderError as exc:
                 problems.append(exc.message)
     return problems
