@@ -11,7 +11,9 @@
    direct message links the account;
 3. the thread's conversation (:meth:`search2o.client.Client.conversation_for_thread`), or a new
    one (started by ``slack.agent`` when set) remembered for the thread; a follow-up in the
-   thread continues it, and answers its agent's waiting ``ask``;
+   thread continues it, and answers its agent's waiting ``ask``. The answer's run id is
+   stored as soon as the answer names it: an attempt after a crash follows that run from its
+   first event (the finished answer replayed, or the live one) and never asks again;
 4. the answer in the thread: natively streamed (``chat.startStream`` / ``appendStream`` /
    ``stopStream`` with ``recipient_team_id`` and ``recipient_user_id``, buffered to one append
    per ``slack.update_every_s``), or, when streaming is off or refused, ``chat.postMessage`` and
@@ -31,6 +33,7 @@ answer's rating (:meth:`search2o.client.Client.rate`), acting as the principal t
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -160,6 +163,8 @@ class SlackAnswerer:
             question.text,
             writer.add,
             start_agent=self.settings.agent,
+            run_id=delivery.run_id,
+            on_run=functools.partial(self.store.set_run, delivery.id),
         )
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
