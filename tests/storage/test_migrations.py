@@ -60,6 +60,11 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
             "surface_cursors",
         } <= tables
         assert "slack_deliveries" not in tables  # Slack shares surface_deliveries
+        delivery_nullable = {
+            c["name"]: c["nullable"] for c in inspector.get_columns("surface_deliveries")
+        }
+        # a retried answer follows its run instead of asking again
+        assert delivery_nullable["run_id"] and delivery_nullable["reply_key"]
         token_nullable = {c["name"]: c["nullable"] for c in inspector.get_columns("api_tokens")}
         assert token_nullable["surface"] and token_nullable["user_id"]  # a user or a surface
         identity_columns = {c["name"] for c in inspector.get_columns("surface_identities")}

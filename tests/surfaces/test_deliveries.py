@@ -76,3 +76,12 @@ def test_cursors_are_kept_per_surface_and_workspace(store: DeliveryStore) -> Non
     store.set_cursor("mattermost", "7000001", "offset", "7")
     assert store.cursor("telegram", "7000001", "offset") == "42"
     assert store.cursor("telegram", "other", "offset") is None
+
+
+def test_the_answers_run_is_stored_and_loaded(store: DeliveryStore) -> None:
+    delivery_id, _ = store.record(QUESTION)
+    loaded = store.load(delivery_id)
+    assert loaded is not None and loaded.run_id is None
+    store.set_run(delivery_id, "r" * 32)
+    again = store.load(delivery_id)
+    assert again is not None and again.run_id == "r" * 32

@@ -9,6 +9,9 @@ re-sent or doubled delivery finds its row and is ignored.
 ``state`` moves ``pending → answering → posted | failed``; ``reply_key`` is the platform id of
 the answer once it exists, so a job that runs again after a crash edits that message instead
 of sending a second one.
+``run_id`` is the answer's run (:mod:`search2o.chat.runs`), stored as soon as its first event
+names it, so an attempt after a crash follows that run from its first event instead of asking
+the question a second time.
 
 The question's text is stored sealed (AES-256-GCM under a data key of its own wrapped by the
 KEK, :mod:`search2o.crypto.envelope`) and dropped once the answer is final; the job's payload
@@ -54,6 +57,7 @@ class SurfaceDelivery(Base):
     state: Mapped[str] = mapped_column(String(16), default="pending")
     reply_key: Mapped[str | None] = mapped_column(String(200))
     answer_message_id: Mapped[str | None] = mapped_column(String(64))
+    run_id: Mapped[str | None] = mapped_column(String(64))
     act_as: Mapped[str | None] = mapped_column(String(320))
     kek_id: Mapped[str | None] = mapped_column(String(200))
     kek_version: Mapped[int | None] = mapped_column(Integer)

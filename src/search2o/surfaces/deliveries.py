@@ -49,7 +49,10 @@ class Inbound:
 
 @dataclass(frozen=True)
 class Delivery:
-    """A delivery record as an answer job reads it (the text opened; ``""`` once dropped)."""
+    """A delivery record as an answer job reads it (the text opened; ``""`` once dropped).
+
+    ``run_id`` is the answer's run once its first event named it (:meth:`DeliveryStore.set_run`).
+    """
 
     id: int
     inbound: Inbound
@@ -57,6 +60,7 @@ class Delivery:
     reply_key: str | None
     act_as: str | None
     answer_message_id: str | None
+    run_id: str | None = None
 
 
 class DeliveryStore:
@@ -180,7 +184,13 @@ class DeliveryStore:
                 text = open_json(key, bytes(row.sealed_text), self._aad(inbound), what)
                 inbound = replace(inbound, text=str(text))
             return Delivery(
-                row.id, inbound, row.state, row.reply_key, row.act_as, row.answer_message_id
+                row.id,
+                inbound,
+                row.state,
+                row.reply_key,
+                row.act_as,
+                row.answer_message_id,
+                row.run_id,
             )
 
     def set(self, delivery_id: int, **values: object) -> None:
@@ -189,6 +199,15 @@ class DeliveryStore:
             session.execute(
                 update(SurfaceDelivery).where(SurfaceDelivery.id == delivery_id).values(**values)
             )
+
+    def set_run(self, delivery_id: int, run_id: str) -> None:
+        """Store the answer's run id (at most 64 characters) as soon as the answer names it.
+
+        A job that runs again after a crash then follows that run
+        (:func:`search2o.surfaces.turns.chat_turn` with ``run_id``) instead of asking the
+        question a second time.
+        """
+        self.set(delivery_id, run_id=run_id)
 
     def finish(self, delivery_id: int, state: str, **values: object) -> None:
         """Set the final ``state`` (``posted`` or ``failed``) and drop the question's text."""

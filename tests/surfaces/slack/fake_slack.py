@@ -5,7 +5,9 @@ Slack's JSON shapes (``{"ok": true, ...}`` / ``{"ok": false, "error": ...}``; Sl
 "Web API basics" and each method's page). It reads form, query and JSON bodies as Slack does,
 checks ``Authorization: Bearer``, records every call, keeps the messages posted per channel and
 injects the documented failures on demand: HTTP 429 with ``Retry-After``, HTTP 200
-``ok:false ratelimited``, ``missing_recipient_team_id``, ``msg_too_long``.
+``ok:false ratelimited``, ``missing_recipient_team_id``, ``msg_too_long``. Messages keep their
+``metadata`` (Slack API docs, "Message metadata"), which ``conversations.replies`` returns with
+``include_all_metadata``; :meth:`FakeSlack.hold` answers a call late, after it took effect.
 
 :func:`signed` builds the headers Slack sends with an HTTP event (``X-Slack-Signature`` v0,
 ``X-Slack-Request-Timestamp``, optionally ``X-Slack-Retry-Num`` / ``X-Slack-Retry-Reason``).
@@ -13,6 +15,7 @@ injects the documented failures on demand: HTTP 429 with ``Retry-After``, HTTP 2
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -80,6 +83,7 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.users: dict[str, dict[str, Any]] = {}
         self._faults: dict[str, list[Fault]] = {}
+        self._holds: dict[str, float] = {}
         self._lock = threading.Lock()
         self._clock = 1_700_000_000
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -112,6 +116,17 @@ class FakeSlack:
         with self._lock:
             fault = Fault(status, error, retry_after, times, when)
             self._faults.setdefault(method, []).append(fault)
+
+    def hold(self, method: str, seconds: float) -> None:
+        """Answer the next call of ``method`` only ``seconds`` after it took effect (a client
+        that dies meanwhile never learns of it)."""
+        with self._lock:
+            self._holds[method] = seconds
+
+    def held(self, method: str) -> float:
+        """Take the hold of ``method`` (0 when none)."""
+        with self._lock:
+            return self._holds.pop(method, 0.0)
 
     def add_user(self, user_id: str, email: str | None, team: str = TEAM) -> None:
         """Give ``users.info`` a user (``email`` ``None``: no email visible)."""
@@ -186,6 +201,12 @@ class FakeSlack:
         message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": ts,
                    "text": str(text), "blocks": _json(p.get("blocks")) or [],
                    "thread_ts": p.get("thread_ts"), "streaming": streaming}
+        metadata = _json(p.get("metadata"))
+        if isinstance(metadata, dict):  # Slack keeps event_type and event_payload
+            message["metadata"] = {
+                "event_type": metadata.get("event_type"),
+                "event_payload": metadata.get("event_payload") or {},
+            }
         self.messages[(channel, ts)] = message
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
 
@@ -228,6 +249,29 @@ class FakeSlack:
         message["streaming"] = False
         message["blocks"] = _json(p.get("blocks")) or []
         return {"ok": True, "channel": key[0], "ts": key[1], "message": message}
+
+    def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A thread's messages, oldest first, paged by ``limit`` and ``cursor`` (Slack's shape);
+        ``metadata`` only with ``include_all_metadata``."""
+        channel, parent = str(p.get("channel", "")), str(p.get("ts", ""))
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        thread = [
+            m for (ch, ts), m in sorted(self.messages.items(), key=lambda kv: kv[0][1])
+            if ch == channel and (ts == parent or m.get("thread_ts") == parent)
+        ]
+        if not thread:
+            return {"ok": False, "error": "thread_not_found"}
+        start = int(p.get("cursor") or 0)
+        limit = max(1, min(int(p.get("limit") or 1000), 1000))
+        metadata = str(p.get("include_all_metadata", "")).lower() in ("true", "1")
+        page = [
+            {k: v for k, v in m.items() if metadata or k != "metadata"}
+            for m in thread[start : start + limit]
+        ]
+        more = start + limit < len(thread)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _m_reactions_add(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}
@@ -357,6 +401,7 @@ def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
             bearer = auth.startswith("Bearer ")
             token = auth.removeprefix("Bearer ") if bearer else params.get("token")
             status, body, headers = fake.answer(method, params, token)
+            time.sleep(fake.held(method))
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -364,7 +409,8 @@ def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            with contextlib.suppress(ConnectionError):  # a held caller may have died meanwhile
+                self.wfile.write(data)
 
         def do_GET(self) -> None:
             self.do_POST()

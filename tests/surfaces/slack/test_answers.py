@@ -9,23 +9,36 @@ recipient in channels.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from sqlalchemy import select
 
 from search2o import accounts
 from search2o.providers.chat import ChatMessage, ToolSpec
 from search2o.storage.models import Message
+from search2o.storage.run_models import Run
 from tests.api.test_api import add_user
 from tests.jobs.conftest import wait_until
-from tests.query.doubles import DOCS, SALARIES, Step, ingest, last_user, passages, pieces, searching
+from tests.query.doubles import (
+    DOCS,
+    SALARIES,
+    Step,
+    answering,
+    ingest,
+    last_user,
+    passages,
+    pieces,
+    searching,
+)
 from tests.surfaces.slack.conftest import SlackEnv, SlackFactory
 from tests.surfaces.slack.fake_slack import BOT_USER, message_event
 
@@ -264,9 +277,73 @@ def test_a_refused_stream_falls_back_to_post_and_edit(slack_env: SlackFactory) -
 def test_a_worker_killed_mid_answer_leaves_one_answer_after_the_job_runs_again(
     slack_env: SlackFactory, tmp_path: Path
 ) -> None:
-    # the server's model: the first answer writes a few words and hangs (the worker dies then)
-    model = DiesOnce("Twenty-five days of paid vacation.", hang_s=600)
-    env = slack_env(model, jobs_in_server=False)
+    # the server's model writes a few words, pauses (the worker dies then) and finishes: the
+    # run goes on without the worker, and the next attempt follows it instead of asking again
+    def slow(messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterable[Step]:
+        return [*pieces("Twenty-five days", pause=0.05), 2.0, *pieces(" of paid vacation.")]
+
+    env = slack_env(slow, jobs_in_server=False)
+    ts = "1700001001.000100"
+    with answer_worker(env) as worker:
+        env.event(mention("How many vacation days?", ts), "EvKill")
+        wait_until(
+            lambda: any("Twenty" in c.params.get("text", "") for c in env.fake.of("chat.update")),
+            30,
+            "the first attempt's partial answer",
+        )
+        worker.kill()  # SIGKILL in the middle of the answer
+        worker.wait(timeout=10)
+    (row,) = env.deliveries()
+    assert row.state == "answering" and row.reply_key is not None and row.run_id is not None
+    env.runtime.jobs.start_consumer(1)  # another worker: it takes the job once its lease ends
+    (row,) = env.settled(1, timeout_s=40)
+    (job,) = env.jobs()
+    assert job.attempts == 2 and row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)  # the thread holds exactly one answer
+    assert reply["ts"] == row.reply_key
+    assert "Twenty-five days of paid vacation." in reply["text"]
+    assert len(env.fake.of("chat.postMessage")) == 1
+    # the question was asked once: one run, one question and one answer, one model call
+    assert asked_once(env) == (["assistant", "user"], 1)
+    assert len(env.model.calls) == 1
+
+
+def test_a_worker_killed_right_after_posting_leaves_one_answer_found_by_its_metadata(
+    slack_env: SlackFactory,
+) -> None:
+    answer = answering("Twenty-five days of paid vacation.", pause=0.05)
+    env = slack_env(answer, jobs_in_server=False)
+    # the first post takes effect, but its answer comes late: the worker dies before the ts
+    # reaches our database
+    env.fake.hold("chat.postMessage", 20)
+    ts = "1700001101.000100"
+    with answer_worker(env) as worker:
+        env.event(mention("How many vacation days?", ts), "EvPosted")
+        wait_until(lambda: env.fake.of("chat.postMessage"), 30, "the first attempt's post")
+        worker.kill()
+        worker.wait(timeout=10)
+    (row,) = env.deliveries()
+    assert row.state == "answering" and row.reply_key is None
+    (posted,) = env.fake.replies("C1", ts)
+    assert posted["metadata"] == {
+        "event_type": "search2o_answer",
+        "event_payload": {"delivery": row.id},
+    }
+    env.runtime.jobs.start_consumer(1)  # the retry looks the thread up before posting
+    (row,) = env.settled(1, timeout_s=40)
+    assert row.state == "posted"
+    (reply,) = env.fake.replies("C1", ts)  # exactly one answer: the first post, edited
+    assert reply["ts"] == posted["ts"] == row.reply_key
+    assert "Twenty-five days of paid vacation." in reply["text"]
+    assert len(env.fake.of("chat.postMessage")) == 1
+    (lookup,) = env.fake.of("conversations.replies")
+    assert lookup.params["include_all_metadata"] == "true" and lookup.params["ts"] == ts
+    assert asked_once(env) == (["assistant", "user"], 1)
+
+
+@contextlib.contextmanager
+def answer_worker(env: SlackEnv) -> Iterator[subprocess.Popen[str]]:
+    """A real worker process running the Slack jobs (``answer_worker``), ready to be killed."""
     settings = env.runtime.settings
     assert settings.slack.service_token is not None
     config = {
@@ -283,30 +360,21 @@ def test_a_worker_killed_mid_answer_leaves_one_answer_after_the_job_runs_again(
     )
     try:
         assert worker.stdout is not None and worker.stdout.readline().startswith("ready")
-        ts = "1700001001.000100"
-        env.event(mention("How many vacation days?", ts), "EvKill")
-        wait_until(
-            lambda: any("Half" in c.params.get("text", "") for c in env.fake.of("chat.update")),
-            30,
-            "the first attempt's partial answer",
-        )
-        worker.kill()  # SIGKILL in the middle of the answer
-        worker.wait(timeout=10)
+        yield worker
     finally:
         if worker.poll() is None:
             worker.kill()
             worker.wait(timeout=10)
         if worker.stdout is not None:
             worker.stdout.close()
-    (row,) = env.deliveries()
-    assert row.state == "answering" and row.reply_key is not None
-    env.runtime.jobs.start_consumer(1)  # another worker: it takes the job once its lease ends
-    (row,) = env.settled(1, timeout_s=40)
-    (job,) = env.jobs()
-    assert job.attempts == 2 and row.state == "posted"
-    (reply,) = env.fake.replies("C1", ts)  # the thread holds exactly one answer
-    assert reply["ts"] == row.reply_key and "Twenty-five days" in reply["text"]
-    assert len(env.fake.of("chat.postMessage")) == 1
+
+
+def asked_once(env: SlackEnv) -> tuple[list[str], int]:
+    """The roles of every stored message (sorted) and the number of runs."""
+    with env.runtime.database.session() as session:
+        roles = sorted(session.scalars(select(Message.role)))
+        runs = len(list(session.scalars(select(Run.id))))
+    return roles, runs
 
 
 def test_a_link_code_links_the_account_by_slash_command_and_by_dm(

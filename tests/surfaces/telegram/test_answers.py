@@ -12,8 +12,11 @@ import itertools
 import json
 from typing import Any
 
+from sqlalchemy import select
+
 from search2o import accounts
 from search2o.storage.models import Message
+from search2o.storage.run_models import Run
 from search2o.surfaces.identity import issue_link_code
 from tests.jobs.conftest import wait_until
 from tests.query.doubles import (
@@ -99,6 +102,27 @@ def test_message_is_not_modified_on_the_final_edit_counts_as_delivered(
     assert row.state == "posted"
     (job,) = env.jobs()
     assert job.state == "done" and job.attempts == 1
+
+
+def test_an_attempt_lost_after_the_run_started_follows_that_run_and_never_asks_again(
+    telegram_env: TelegramFactory,
+) -> None:
+    # the only edit is the final one (the throttle holds the rest back), and it fails once:
+    # the attempt is lost after the run started; the next one follows that run
+    env = telegram_env(answering("Twenty-five days a year.", pause=0.05), update_every_s=60)
+    env.fake.fail("editMessageText", 502, description="Bad Gateway")
+    assert env.webhook(mention_update(4, "How many vacation days?", message_id=22)) == [200]
+    (row,) = env.settled(1)
+    (job,) = env.jobs()
+    assert row.state == "posted" and job.attempts == 2 and row.run_id is not None
+    (message,) = env.fake.in_chat(GROUP)  # one answer, edited into its final text
+    assert message["text"].startswith("Twenty-five days a year.")
+    assert len(env.fake.of("sendMessage")) == 1
+    with env.runtime.database.session() as session:
+        roles = sorted(session.scalars(select(Message.role)))
+        runs = list(session.scalars(select(Run.id)))
+    assert roles == ["assistant", "user"] and runs == [row.run_id]  # the question once
+    assert len(env.model.calls) == 1
 
 
 def test_a_group_answer_never_cites_an_hr_document_and_the_linked_private_one_does(

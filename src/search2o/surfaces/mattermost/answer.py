@@ -27,6 +27,7 @@ verified) stores the rating of the delivery's answer, acting as the principal th
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -128,7 +129,14 @@ class MattermostAnswerer:
         me = client.acting_as(act_as)
         writer = _Writer(self, delivery)
         where = (inbound.workspace, inbound.channel, inbound.thread_key)
-        done = chat_turn(me, where, inbound.text, writer.add)
+        done = chat_turn(
+            me,
+            where,
+            inbound.text,
+            writer.add,
+            run_id=delivery.run_id,  # a retry follows the run it started, never asks again
+            on_run=functools.partial(self.store.set_run, delivery.id),
+        )
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
         props = keyboard(self.key, self.actions_url, delivery.id) if done.message_id else None

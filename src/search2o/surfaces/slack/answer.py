@@ -11,14 +11,18 @@
    direct message links the account;
 3. the thread's conversation (:meth:`search2o.client.Client.conversation_for_thread`), or a new
    one (started by ``slack.agent`` when set) remembered for the thread; a follow-up in the
-   thread continues it, and answers its agent's waiting ``ask``;
+   thread continues it, and answers its agent's waiting ``ask``. The answer's run id is
+   stored as soon as the answer names it: an attempt after a crash follows that run from its
+   first event (the finished answer replayed, or the live one) and never asks again;
 4. the answer in the thread: natively streamed (``chat.startStream`` / ``appendStream`` /
    ``stopStream`` with ``recipient_team_id`` and ``recipient_user_id``, buffered to one append
    per ``slack.update_every_s``), or, when streaming is off or refused, ``chat.postMessage`` and
    ``chat.update`` at most every ``update_every_s`` within the workspace's
    :class:`~search2o.surfaces.slack.webapi.UpdateBudget`. The answer's ``ts`` is stored as soon
    as the message exists, so an attempt after a crash edits that message and never posts a
-   second one. The final text (citations, Sources, footer, thumbs buttons) always lands: it
+   second one; the message carries metadata naming its delivery, so an attempt that died
+   before storing the ``ts`` is found in the thread (``conversations.replies``) and edited.
+   The final text (citations, Sources, footer, thumbs buttons) always lands: it
    waits for budget and for ``Retry-After``;
 5. ``posted`` with the answer's message id; the question's text is dropped.
 
@@ -31,6 +35,8 @@ answer's rating (:meth:`search2o.client.Client.rate`), acting as the principal t
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import re
 import time
@@ -47,7 +53,7 @@ from search2o.surfaces.slack.render import Rendered, escape, render_answer, rend
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
 from search2o.surfaces.turns import chat_turn, link_reply, speaker
 
-__all__ = ["CHANNEL_FOOTER", "LINK_HINT", "SlackAnswerer"]
+__all__ = ["CHANNEL_FOOTER", "LINK_HINT", "METADATA_EVENT", "SlackAnswerer", "answer_metadata"]
 
 CHANNEL_FOOTER = "Answered from documents open to everyone in this workspace."
 LINK_HINT = (
@@ -55,6 +61,7 @@ LINK_HINT = (
     "(get a code in the search2o Web App)."
 )
 REACTION = "eyes"
+METADATA_EVENT = "search2o_answer"
 _LINK = re.compile(r"link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.IGNORECASE)
 log = logging.getLogger("search2o.slack")
 
@@ -102,6 +109,8 @@ class SlackAnswerer:
             raise InputError("payload.delivery", "names no Slack delivery")
         if delivery.state in ("posted", "failed"):
             return {"state": delivery.state, "ts": delivery.reply_key}
+        if delivery.state == "answering" and delivery.reply_key is None:
+            delivery = self._adopt(delivery)
         self.store.set(delivery.id, state="answering")
         question = delivery.inbound
         self._react("reactions.add", delivery)
@@ -130,6 +139,38 @@ class SlackAnswerer:
         if delivery is None or delivery.inbound.surface != SURFACE:
             return None
         return delivery
+
+    def _adopt(self, delivery: Delivery) -> Delivery:
+        """Return ``delivery`` with the ``ts`` of an answer an earlier attempt posted, if any.
+
+        An attempt may die after ``chat.postMessage`` returned and before its ``ts`` was
+        stored. Every first message of an answer carries metadata naming its delivery
+        (:func:`answer_metadata`), so the thread is read (``conversations.replies`` with
+        ``include_all_metadata``; scopes ``channels:history``, ``groups:history``,
+        ``im:history``) for our bot's message with that id; its ``ts`` is stored and edited
+        instead of posting a second message. A lookup that fails posts as before.
+        """
+        question = delivery.inbound
+        try:
+            me = str(self.api.call("auth.test").get("user_id") or "")
+            cursor: str | None = None
+            while True:
+                params: dict[str, Any] = {"channel": question.channel, "ts": question.thread_key}
+                params.update(include_all_metadata="true", limit=200)
+                if cursor:
+                    params["cursor"] = cursor
+                page = self.api.call("conversations.replies", **params)
+                for message in page.get("messages") or []:
+                    if _ours(message, me, delivery.id):
+                        ts = str(message["ts"])
+                        self.store.set(delivery.id, reply_key=ts)
+                        return dataclasses.replace(delivery, reply_key=ts)
+                cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+                if not page.get("has_more") or cursor is None:
+                    return delivery
+        except ProviderError as exc:  # refused or unreachable: posting beats not answering
+            log.warning("slack: looking for an earlier answer failed: %s", exc.message)
+            return delivery
 
     def _answer(self, client: Client, delivery: Delivery) -> str:
         question = delivery.inbound
@@ -160,6 +201,8 @@ class SlackAnswerer:
             question.text,
             writer.add,
             start_agent=self.settings.agent,
+            run_id=delivery.run_id,
+            on_run=functools.partial(self.store.set_run, delivery.id),
         )
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
@@ -225,6 +268,28 @@ class SlackAnswerer:
         return {"message": delivery.answer_message_id, "rating": rating}
 
 
+def answer_metadata(delivery_id: int) -> dict[str, Any]:
+    """Return the metadata of an answer's first message: its delivery id.
+
+    Slack API docs, "Message metadata" (``event_type``, ``event_payload``); sending it needs
+    no extra scope, reading it back needs the ``*:history`` scopes.
+    """
+    return {"event_type": METADATA_EVENT, "event_payload": {"delivery": delivery_id}}
+
+
+def _ours(message: dict[str, Any], bot_user: str, delivery_id: int) -> bool:
+    """Whether a ``conversations.replies`` message is our bot's answer to ``delivery_id``."""
+    metadata = message.get("metadata") or {}
+    payload = metadata.get("event_payload") or {}
+    return (
+        bool(bot_user)
+        and message.get("user") == bot_user
+        and metadata.get("event_type") == METADATA_EVENT
+        and payload.get("delivery") == delivery_id
+        and isinstance(message.get("ts"), str)
+    )
+
+
 class _Writer:
     """One answer's message in its thread: created once, then appended to or edited."""
 
@@ -254,6 +319,7 @@ class _Writer:
                     thread_ts=q.thread_key,
                     recipient_team_id=q.workspace,
                     recipient_user_id=q.user,
+                    metadata=answer_metadata(self.delivery.id),
                 )
                 self._created(str(started["ts"]))
                 return
@@ -261,7 +327,11 @@ class _Writer:
                 log.info("slack streaming refused (%s): posting and editing", exc.error)
                 self.streaming = False
         posted = api.call(
-            "chat.postMessage", channel=q.channel, thread_ts=q.thread_key, text="_Searching…_"
+            "chat.postMessage",
+            channel=q.channel,
+            thread_ts=q.thread_key,
+            text="_Searching…_",
+            metadata=answer_metadata(self.delivery.id),
         )
         self._created(str(posted["ts"]))
 
@@ -310,6 +380,7 @@ class _Writer:
                 thread_ts=q.thread_key,
                 text=rendered.text,
                 blocks=rendered.blocks,
+                metadata=answer_metadata(self.delivery.id),
             )
             self._created(str(posted["ts"]))
             return str(self.ts)

@@ -19,9 +19,11 @@ __all__ = ["BOT_EVENTS", "BOT_SCOPES", "check", "manifest"]
 
 BOT_SCOPES: dict[str, str] = {
     "app_mentions:read": "receive app_mention events",
-    "channels:history": "receive follow-ups in public channel threads (message.channels)",
-    "groups:history": "receive follow-ups in private channel threads (message.groups)",
-    "im:history": "receive direct messages (message.im)",
+    "channels:history": "receive follow-ups in public channel threads (message.channels); "
+    "find an answer posted before a crash (conversations.replies)",
+    "groups:history": "receive follow-ups in private channel threads (message.groups); "
+    "find an answer posted before a crash",
+    "im:history": "receive direct messages (message.im); find an answer posted before a crash",
     "chat:write": "post, edit and stream answers",
     "reactions:write": "show the 👀 status while answering",
     "users:read": "read users with users.info",

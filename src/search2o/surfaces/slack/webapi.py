@@ -29,7 +29,10 @@ from search2o.errors import ProviderError
 __all__ = ["SlackApi", "SlackCallError", "UpdateBudget"]
 
 # Methods documented as reading form-encoded arguments only (no JSON body).
-_FORM_METHODS = frozenset({"users.info", "auth.test", "apps.connections.open"})
+# Read methods take form fields, not JSON bodies (Slack API docs, "Web API basics").
+_FORM_METHODS = frozenset(
+    {"users.info", "auth.test", "apps.connections.open", "conversations.replies"}
+)
 
 
 class SlackCallError(ProviderError):

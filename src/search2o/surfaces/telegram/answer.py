@@ -11,7 +11,9 @@
    email, so linking is by code only;
 4. the chat's conversation (:meth:`search2o.client.Client.conversation_for_thread`; the thread
    is the forum topic, or ``main``), or a new one remembered for it; ``/agent NAME message``
-   runs the agent ``NAME`` there instead of a chat turn;
+   runs the agent ``NAME`` there instead of a chat turn. The answer's run id is stored as
+   soon as the answer names it: an attempt after a crash follows that run from its first event
+   and never asks the question again;
 5. the answer: in a private chat streamed as a draft (``sendMessageDraft``, Bot API 9.3) and
    finished with ``sendMessage``; in a group sent once as a reply, then edited
    (``editMessageText``) at most every ``telegram.update_every_s``, an unchanged text never
@@ -33,6 +35,7 @@ rating, acting as the principal that asked, and always answers the click
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -155,7 +158,15 @@ class TelegramAnswerer:
         if started is not None:  # /agent NAME [message]: the server checks the name
             agent, text = started.group(1), started.group(2) or "start"
         writer = _Writer(self, delivery)
-        done = chat_turn(me, where, text, writer.add, agent=agent)
+        done = chat_turn(
+            me,
+            where,
+            text,
+            writer.add,
+            agent=agent,
+            run_id=delivery.run_id,
+            on_run=functools.partial(self.store.set_run, delivery.id),
+        )
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
         parts = render_answer(done.text, done.citations, footer=footer)

@@ -31,6 +31,7 @@ def upgrade() -> None:
         sa.Column("state", sa.String(16), nullable=False),
         sa.Column("reply_key", sa.String(200), nullable=True),
         sa.Column("answer_message_id", sa.String(64), nullable=True),
+        sa.Column("run_id", sa.String(64), nullable=True),
         sa.Column("act_as", sa.String(320), nullable=True),
         sa.Column("kek_id", sa.String(200), nullable=True),
         sa.Column("kek_version", sa.Integer, nullable=True),
