@@ -45,7 +45,8 @@ def test_new_user_walkthrough(browser: Any, site: Site) -> None:
     chip.hover()
     card = page.get_by_role("tooltip")
     expect(card).to_contain_text("Benefits")
-    expect(card).to_contain_text("vacation")  # the cited passage's snippet
+    # the cited passage's snippet, fetched on hover (a loaded host may take longer than 5 s)
+    expect(card).to_contain_text("vacation", timeout=20_000)
     page.mouse.move(0, 0)  # the pointer leaves the chip and its card: the card closes
     expect(card).to_be_hidden()
     answer.get_by_text("Sources (1)").click()
