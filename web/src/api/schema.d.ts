@@ -1509,11 +1509,6 @@ export interface components {
             /** Feedback */
             feedback: components["schemas"]["FeedbackItemPublic"][];
         };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
-        };
         /**
          * HealthPublic
          * @description Liveness and the mode the server runs in.
@@ -2291,19 +2286,6 @@ export interface components {
             /** Plan */
             plan: string;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Context */
-            ctx?: Record<string, never>;
-            /** Input */
-            input?: unknown;
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-        };
         /**
          * ValidationItem
          * @description One failed rule of a request's validation.
@@ -2756,13 +2738,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description bad input: names the field and the rule; nothing was changed */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description the database or the key service is unavailable */
@@ -2823,13 +2805,13 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Validation Error */
+            /** @description bad input: names the field and the rule; nothing was changed */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description the database or the key service is unavailable */

@@ -162,7 +162,7 @@ def _no_links_in_local_mode(runtime: Runtime) -> None:
         raise NotFoundError("local mode signs in by itself: no sign-in link is needed")
 
 
-@router.get("/link/{value}", responses=error_responses(401, 404, 503))
+@router.get("/link/{value}", responses=error_responses(401, 404, 422, 503))
 def show_link(value: str, runtime: RuntimeDep) -> LinkPublic:
     """Return whom the sign-in link ``value`` signs in; the link stays unused.
 
@@ -178,7 +178,9 @@ def show_link(value: str, runtime: RuntimeDep) -> LinkPublic:
 
 
 @router.post(
-    "/link/{value}", response_model=SessionPublic, responses=error_responses(401, 403, 404, 503)
+    "/link/{value}",
+    response_model=SessionPublic,
+    responses=error_responses(401, 403, 404, 422, 503),
 )
 def use_link(value: str, request: Request, runtime: RuntimeDep) -> JSONResponse:
     """Use the one-time sign-in link ``value``: set the session cookie, return the session.
