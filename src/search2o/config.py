@@ -717,6 +717,24 @@ class McpSettings(BaseModel):
         return value
 
 
+def _token_url(value: str | None) -> str | None:
+    """Check a URL a messenger's bot token (or our service token) is sent to; return its base.
+
+    https, plain http to loopback only, no query (:func:`search2o.netpolicy.url_problem`);
+    returned stripped, without a trailing slash (each section adds its own convention).
+
+    Raises:
+        ValueError: the URL's problem, which pydantic reports naming the setting.
+
+    """
+    if value is None:
+        return None
+    problem = url_problem(value, secure=True, query=False)
+    if problem is not None:
+        raise ValueError(problem)
+    return value.strip().rstrip("/")
+
+
 class SlackSettings(BaseModel):
     """The Slack surface (:mod:`search2o.surfaces.slack`, docs/slack.md).
 
@@ -763,13 +781,9 @@ class SlackSettings(BaseModel):
     @field_validator("api_url", "server_url")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
-        # The bot token travels to api_url: https, plain http to loopback only.
-        if value is None:
-            return None
-        problem = url_problem(value, secure=True, query=False)
-        if problem is not None:
-            raise ValueError(problem)
-        return value.strip().rstrip("/") + "/"
+        # The bot token travels to api_url.
+        base = _token_url(value)
+        return None if base is None else base + "/"
 
     @property
     def configured(self) -> bool:
@@ -910,13 +924,9 @@ class TelegramSettings(BaseModel):
     @field_validator("api_url", "server_url")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
-        # The bot token travels to api_url (in the path): https, plain http to loopback only.
-        if value is None:
-            return None
-        problem = url_problem(value, secure=True, query=False)
-        if problem is not None:
-            raise ValueError(problem)
-        return value.strip().rstrip("/") + "/"
+        # The bot token travels to api_url (in the path).
+        base = _token_url(value)
+        return None if base is None else base + "/"
 
     @field_validator("secret_token")
     @classmethod
@@ -996,13 +1006,8 @@ class MattermostSettings(BaseModel):
     @field_validator("url", "public_url", "server_url")
     @classmethod
     def _mm_url(cls, value: str | None) -> str | None:
-        # The bot token travels to url: https, plain http to loopback only.
-        if value is None:
-            return None
-        problem = url_problem(value, secure=True, query=False)
-        if problem is not None:
-            raise ValueError(problem)
-        return value.strip().rstrip("/")
+        # The bot token travels to url.
+        return _token_url(value)
 
     @field_validator("command_token")
     @classmethod
