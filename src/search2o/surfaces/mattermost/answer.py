@@ -60,7 +60,7 @@ class MattermostAnswerer:
         settings: the ``mattermost`` section.
         store: the delivery records.
         api: the REST API with the bot token.
-        connect: opens a :class:`~search2o.client.Client` of our API with the surface token.
+        connect: gives the process's one client of our API (surface token; not closed here).
         key: the HMAC key of button contexts.
         actions_url: where the buttons call back (``<public URL>/mattermost/actions``).
 
@@ -97,8 +97,7 @@ class MattermostAnswerer:
             return {"state": delivery.state, "posts": delivery.reply_key}
         self.store.set(delivery.id, state="answering")
         try:
-            with self.connect() as client:
-                posts = self._answer(client, delivery)
+            posts = self._answer(self.connect(), delivery)
             self.store.finish(delivery.id, "posted")
             return {"state": "posted", "posts": posts}
         except Exception as exc:
@@ -180,8 +179,7 @@ class MattermostAnswerer:
             or rating not in ("up", "down")
         ):
             raise InputError("payload.delivery", "names no answered Mattermost delivery here")
-        with self.connect() as client:
-            client.acting_as(delivery.act_as).rate(delivery.answer_message_id, rating)
+        self.connect().acting_as(delivery.act_as).rate(delivery.answer_message_id, rating)
         return {"message": delivery.answer_message_id, "rating": rating}
 
 

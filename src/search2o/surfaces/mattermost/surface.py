@@ -14,7 +14,7 @@ from search2o.client import Client
 from search2o.config import Settings, public_url
 from search2o.errors import ConfigError, ProviderError
 from search2o.jobs.registry import JobRegistry
-from search2o.surfaces.connect import connect_surface
+from search2o.surfaces.connect import connect_surface, shared_client
 from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.mattermost.answer import MattermostAnswerer
 from search2o.surfaces.mattermost.buttons import ACTIONS_PATH, button_key
@@ -115,7 +115,7 @@ def add_mattermost_kinds(registry: JobRegistry, runtime: Runtime) -> MattermostA
         settings.mattermost,
         store(runtime),
         rest_api(settings),
-        lambda: connect(settings),
+        shared_client(lambda: connect(settings)),
         button_key(_token(settings)),
         base.rstrip("/") + ACTIONS_PATH,
     )
