@@ -263,6 +263,12 @@ class ChatSettings(BaseModel):
     )
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
     max_message_chars: int = Field(default=8000, ge=1, le=200_000)
+    max_feedback_comment_chars: int = Field(
+        default=2000,
+        ge=1,
+        le=20_000,
+        description="longest comment sent with a thumbs-down (PUT /v1/messages/{id}/rating)",
+    )
     max_page_chars: int = Field(
         default=20_000,
         ge=1,

@@ -13,7 +13,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0016"
+HEAD = "0017"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -90,6 +90,8 @@ def test_blank_database_migrates_to_head_with_expected_columns(database_url: str
         } <= thread_columns
         run_columns = {c["name"] for c in inspector.get_columns("runs")}
         assert {"user_id", "conversation_id", "status", "heartbeat_at", "last_seq"} <= run_columns
+        message_columns = {c["name"] for c in inspector.get_columns("messages")}
+        assert {"rating", "rating_reasons", "rating_comment"} <= message_columns
         conversation_columns = {c["name"] for c in inspector.get_columns("conversations")}
         assert "kept_by_hooks" in conversation_columns
         assert {"jobs", "upload_parts"} <= tables
@@ -146,6 +148,57 @@ def test_0015_down_drops_the_sign_in_tables_and_keeps_users(database: Database) 
     assert database.current_revision() == HEAD
     with database.session() as session:
         assert [u.email for u in accounts.list_users(session)] == ["ann@example.com"]
+
+
+def test_0017_down_drops_the_reasons_and_comment_and_keeps_the_ratings(
+    database_url: str,
+) -> None:
+    db = Database(database_url, migrate=False)
+    try:
+        db.upgrade("0016")
+        with db.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO users (email, display_name, groups, plan, is_admin, created_at) "
+                    "VALUES ('ann@example.com', 'ann', '[]', 'free', false, CURRENT_TIMESTAMP)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO conversations (id, user_id, title_sealed, pinned, message_count,"
+                    " kept_by_hooks, created_at, last_used_at) SELECT 'c1', id, :t, false, 1,"
+                    " false, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP FROM users"
+                ),
+                {"t": b"x"},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO messages (id, conversation_id, seq, role, body, status, searched,"
+                    " rating, rated_at, created_at) VALUES ('m1', 'c1', 0, 'assistant', :b,"
+                    " 'complete', false, 'down', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                ),
+                {"b": b"x"},
+            )
+        db.upgrade()
+        with db.engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT rating, rating_reasons, rating_comment FROM messages")
+            ).one()
+        assert tuple(row) == ("down", None, None)  # an old rating has no reasons or comment
+        with db.engine.begin() as conn:
+            conn.execute(
+                text("UPDATE messages SET rating_reasons = :r, rating_comment = :c"),
+                {"r": '["outdated"]', "c": b"sealed"},
+            )
+        db.downgrade("0016")
+        columns = {c["name"] for c in inspect(db.engine).get_columns("messages")}
+        assert "rating" in columns and not {"rating_reasons", "rating_comment"} & columns
+        with db.engine.connect() as conn:
+            assert conn.execute(text("SELECT rating FROM messages")).scalar_one() == "down"
+        db.upgrade()
+        assert db.current_revision() == HEAD
+    finally:
+        db.close()
 
 
 def test_downgrade_then_upgrade_round_trips(database: Database) -> None:

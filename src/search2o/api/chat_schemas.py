@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from search2o.api.schemas import text_field
+from search2o.query.feedback import Reason
 
 __all__ = [
     "ChatRequest",
@@ -113,6 +114,12 @@ class MessagePublic(BaseModel):
     rating: str | None
     agent: str | None
     created_at: datetime
+    rating_reasons: list[str] = Field(
+        default_factory=list, description="the caller's reasons for a down rating"
+    )
+    rating_comment: str | None = Field(
+        default=None, description="the caller's comment on a down rating"
+    )
 
 
 class ConversationDetailPublic(ConversationPublic):
@@ -135,8 +142,20 @@ class ConversationPatch(BaseModel):
 
 
 class RatingRequest(BaseModel):
-    """``PUT /v1/messages/{id}/rating``: ``up``, ``down``, or ``null`` to clear."""
+    """``PUT /v1/messages/{id}/rating``: ``up``, ``down``, or ``null`` to clear.
+
+    ``reasons`` and ``comment`` only with ``down`` (:func:`search2o.query.feedback.
+    check_feedback`); every request replaces the previous rating with its reasons and comment.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     rating: Literal["up", "down"] | None
+    reasons: list[Reason] | None = Field(
+        default=None,
+        description="why it is wrong, each at most once; only with rating down",
+    )
+    comment: StrictStr | None = text_field(
+        "free text; only with rating down; at most chat.max_feedback_comment_chars",
+        default=None,
+    )

@@ -68,7 +68,7 @@ class UserListPublic(BaseModel):
 
 
 class FeedbackItemPublic(BaseModel):
-    """One rated answer: who rated it, how, when, and whether its retrieval trace exists."""
+    """One rated answer: who rated it, how, when, why, and whether its retrieval trace exists."""
 
     message_id: str = Field(description="the answer; its trace is GET /v1/messages/{id}/trace")
     conversation_id: str
@@ -78,6 +78,8 @@ class FeedbackItemPublic(BaseModel):
     searched: bool
     agent: str | None
     has_trace: bool
+    reasons: list[str] = Field(description="why it was rated down (see RatingRequest)")
+    comment: str | None = Field(description="the rater's comment on a down rating")
 
 
 class FeedbackPublic(BaseModel):

@@ -96,6 +96,7 @@ _SETTING_LIMITS: dict[tuple[str, str], tuple[str, Callable[[Settings], int]]] = 
     ("SearchRequest", "k"): ("maximum", lambda s: s.knowledge.max_k),
     ("ChatRequest", "message"): ("maxLength", lambda s: s.chat.max_message_chars),
     ("PageContext", "text"): ("maxLength", lambda s: s.chat.max_page_chars),
+    ("RatingRequest", "comment"): ("maxLength", lambda s: s.chat.max_feedback_comment_chars),
     ("AgentValidateRequest", "query"): ("maxLength", lambda s: s.chat.max_message_chars),
     ("MemorySearchRequest", "query"): ("maxLength", lambda s: s.memory.max_query_chars),
     ("MemorySearchRequest", "limit"): ("maximum", lambda s: s.memory.max_limit),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ from search2o.accounts import Principal
 from search2o.config import RetentionSettings
 from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, NotFoundError
+from search2o.query.feedback import COMMENT_KIND, Feedback, open_comment
 from search2o.state.store import StateStore
 from search2o.storage.db import Database
 from search2o.storage.models import (
@@ -89,7 +90,11 @@ class ConversationInfo:
 
 @dataclass(frozen=True)
 class MessageInfo:
-    """One message: role ``user``/``assistant``, text, citations, status, rating, agent."""
+    """One message: role ``user``/``assistant``, text, citations, status, rating, agent.
+
+    ``rating_reasons`` and ``rating_comment`` come with a ``down`` rating
+    (:func:`search2o.query.feedback.check_feedback`); only the message's owner reads them here.
+    """
 
     id: str
     conversation_id: str
@@ -101,6 +106,8 @@ class MessageInfo:
     rating: str | None
     agent: str | None
     created_at: datetime
+    rating_reasons: list[str] = field(default_factory=list)
+    rating_comment: str | None = None
 
     @classmethod
     def from_transcript(cls, conversation_id: str, message: dict[str, Any]) -> MessageInfo:
@@ -133,6 +140,8 @@ class MessageInfo:
             row.rating,
             row.agent,
             row.created_at,
+            list(row.rating_reasons or []),
+            open_comment(sealer, row),
         )
 
 
@@ -498,8 +507,15 @@ class Conversations:
             raise _missing_message(message.id)
         return self._vault.sealer(session, message.conversation_id, owner)
 
-    def rate(self, principal: Principal, message_id: str, rating: Rating | None) -> MessageInfo:
+    def rate(
+        self, principal: Principal, message_id: str, rating: Rating | Feedback | None
+    ) -> MessageInfo:
         """Set (``up``/``down``) or clear (``None``) the rating of an assistant message.
+
+        A :class:`~search2o.query.feedback.Feedback` (checked by
+        :func:`~search2o.query.feedback.check_feedback`) sets the reasons and the comment
+        (sealed) with the rating; a bare rating has none. Every rating replaces the previous
+        one with its reasons and comment, so clearing clears them too.
 
         Raises:
             InputError: the message is the user's own turn (field ``message_id``).
@@ -510,10 +526,16 @@ class Conversations:
             message = self._owned_message(session, principal, message_id)
             if message.role != "assistant":
                 raise InputError("message_id", "only an assistant answer can be rated")
-            message.rating = rating
-            message.rated_at = utcnow() if rating is not None else None
+            feedback = rating if isinstance(rating, Feedback) else Feedback(rating)
+            sealer = self._message_sealer(session, message)
+            message.rating = feedback.rating
+            message.rated_at = utcnow() if feedback.rating is not None else None
+            message.rating_reasons = list(feedback.reasons) or None
+            message.rating_comment = (
+                None if feedback.comment is None else sealer.seal(COMMENT_KIND, feedback.comment)
+            )
             session.flush()
-            return MessageInfo.of(message, self._message_sealer(session, message))
+            return MessageInfo.of(message, sealer)
 
     def trace(self, principal: Principal, message_id: str) -> dict[str, Any]:
         """Return the retrieval trace of an answer; its owner and admins may read it.

@@ -296,6 +296,10 @@ class Message(Base):
     ``status`` is ``complete``, ``interrupted`` (the client left; the partial answer is kept)
     or ``failed`` (a model or tool error; the text is what was produced before it).
     ``citations`` is a list of :meth:`search2o.query.citations.Citation.to_dict` values.
+
+    A ``down`` rating may carry ``rating_reasons`` (a list of
+    :data:`search2o.query.feedback.REASONS`) and a comment, sealed (kind ``rating_comment``)
+    like the body because it is the user's own text (migration 0017).
     """
 
     __tablename__ = "messages"
@@ -311,6 +315,8 @@ class Message(Base):
     searched: Mapped[bool] = mapped_column(Boolean, default=False)
     rating: Mapped[str | None] = mapped_column(String(8))
     rated_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    rating_reasons: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
+    rating_comment: Mapped[bytes | None] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     trace: Mapped[RetrievalTrace | None] = relationship(

@@ -1,9 +1,13 @@
-// Admin: feedback triage — rated answers, each linked to its retrieval trace.
+// Admin: feedback triage — rated answers with the rater's reasons and comment, each linked to its
+// retrieval trace.
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, type Schemas } from "../api/client";
 import { keys } from "../api/queries";
+import { REASONS } from "../chat/Rating";
 import { TraceDrawer } from "../chat/TraceDrawer";
+
+const LABELS = new Map<string, string>(REASONS);
 
 export function FeedbackPage() {
   const [rating, setRating] = useState<"down" | "up" | "any">("down");
@@ -32,6 +36,8 @@ export function FeedbackPage() {
             <th scope="col">Rated</th>
             <th scope="col">User</th>
             <th scope="col">Rating</th>
+            <th scope="col">Reasons</th>
+            <th scope="col">Comment</th>
             <th scope="col">Answer</th>
           </tr>
         </thead>
@@ -41,6 +47,10 @@ export function FeedbackPage() {
               <td>{new Date(f.rated_at).toLocaleString()}</td>
               <td>{f.user_email}</td>
               <td>{f.rating === "down" ? "thumbs down" : "thumbs up"}</td>
+              <td>{f.reasons.map((r) => LABELS.get(r) ?? r).join(", ")}</td>
+              <td dir="auto" className="comment">
+                {f.comment ?? ""}
+              </td>
               <td>
                 {f.has_trace ? (
                   <button type="button" className="link" onClick={() => setTrace(f.message_id)}>

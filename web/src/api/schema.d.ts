@@ -426,7 +426,7 @@ export interface paths {
         };
         /**
          * Feedback
-         * @description List rated answers, most recently rated first, each with whether it kept a trace.
+         * @description List rated answers, most recently rated first: reasons, comment, whether it kept a trace.
          */
         get: operations["feedback_v1_feedback_get"];
         put?: never;
@@ -657,6 +657,9 @@ export interface paths {
         /**
          * Rate Message
          * @description Rate an assistant answer ``up`` or ``down``, or clear the rating with ``null``.
+         *
+         *     A ``down`` may carry ``reasons`` and a ``comment``; with another rating either is a 422
+         *     naming the field. Clearing the rating clears them.
          */
         put: operations["rate_message_v1_messages__message_id__rating_put"];
         post?: never;
@@ -1472,11 +1475,16 @@ export interface components {
         };
         /**
          * FeedbackItemPublic
-         * @description One rated answer: who rated it, how, when, and whether its retrieval trace exists.
+         * @description One rated answer: who rated it, how, when, why, and whether its retrieval trace exists.
          */
         FeedbackItemPublic: {
             /** Agent */
             agent: string | null;
+            /**
+             * Comment
+             * @description the rater's comment on a down rating
+             */
+            comment: string | null;
             /** Conversation Id */
             conversation_id: string;
             /** Has Trace */
@@ -1496,6 +1504,11 @@ export interface components {
              * @description up or down
              */
             rating: string;
+            /**
+             * Reasons
+             * @description why it was rated down (see RatingRequest)
+             */
+            reasons: string[];
             /** Searched */
             searched: boolean;
             /** User Email */
@@ -1859,6 +1872,16 @@ export interface components {
             id: string;
             /** Rating */
             rating: string | null;
+            /**
+             * Rating Comment
+             * @description the caller's comment on a down rating
+             */
+            rating_comment?: string | null;
+            /**
+             * Rating Reasons
+             * @description the caller's reasons for a down rating
+             */
+            rating_reasons?: string[];
             /** Role */
             role: string;
             /** Searched */
@@ -2039,10 +2062,23 @@ export interface components {
         /**
          * RatingRequest
          * @description ``PUT /v1/messages/{id}/rating``: ``up``, ``down``, or ``null`` to clear.
+         *
+         *     ``reasons`` and ``comment`` only with ``down`` (:func:`search2o.query.feedback.
+         *     check_feedback`); every request replaces the previous rating with its reasons and comment.
          */
         RatingRequest: {
+            /**
+             * Comment
+             * @description free text; only with rating down; at most chat.max_feedback_comment_chars
+             */
+            comment?: string | null;
             /** Rating */
             rating: ("up" | "down") | null;
+            /**
+             * Reasons
+             * @description why it is wrong, each at most once; only with rating down
+             */
+            reasons?: ("wrong_source" | "missing_information" | "outdated" | "unsupported_citation")[] | null;
         };
         /**
          * ReadinessPublic

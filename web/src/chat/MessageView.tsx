@@ -1,10 +1,8 @@
 // One message: the user's text, or an answer with its citations, sources and actions.
-import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
-import { api, type Schemas } from "../api/client";
-import { keys, type Message } from "../api/queries";
-import { Icon } from "../ui/icons";
+import { useState } from "react";
+import { type Message } from "../api/queries";
 import { AnswerMarkdown } from "./Markdown";
+import { Rating } from "./Rating";
 import type { Citation } from "./run";
 import { whereFrom } from "./sources";
 
@@ -48,37 +46,6 @@ export function withReferences(text: string, citations: Citation[]): string {
     return `[${c.number}] ${c.title} — ${where}`;
   });
   return `${text}\n\n${lines.join("\n")}`;
-}
-
-function Rating({ message }: { message: Shown }) {
-  const queryClient = useQueryClient();
-  const [rating, setRating] = useState(message.rating);
-  // The stored copy replaces the live answer and may arrive (or be read again) after a click:
-  // what the server holds wins once it is read.
-  useEffect(() => setRating(message.rating), [message.rating]);
-  const rate = useMutation({
-    mutationFn: (value: "up" | "down" | null) =>
-      api<Schemas["MessagePublic"]>(`/v1/messages/${message.id}/rating`, {
-        method: "PUT",
-        json: { rating: value },
-      }),
-    onSuccess: (saved) => {
-      setRating(saved.rating);
-      void queryClient.invalidateQueries({ queryKey: keys.conversation(message.conversationId) });
-    },
-  });
-  const toggle = (value: "up" | "down") => rate.mutate(rating === value ? null : value);
-  return (
-    <span className="rating" role="group" aria-label="Rate this answer">
-      <button type="button" className="icon" aria-pressed={rating === "up"} aria-label="Good answer" onClick={() => toggle("up")}>
-        <Icon name="up" filled={rating === "up"} />
-      </button>
-      <button type="button" className="icon" aria-pressed={rating === "down"} aria-label="Bad answer" onClick={() => toggle("down")}>
-        <Icon name="down" filled={rating === "down"} />
-      </button>
-      {rate.isError ? <span role="alert">{(rate.error as Error).message}</span> : null}
-    </span>
-  );
 }
 
 interface Props {
@@ -126,7 +93,7 @@ export function MessageView({ message, live, waiting, onTrace }: Props) {
       ) : null}
       {!live && message.id ? (
         <footer className="actions">
-          <Rating message={message} />
+          <Rating messageId={message.id} conversationId={message.conversationId} rating={message.rating} />
           <button type="button" className="link" onClick={() => void copy()}>
             {copied ? "Copied" : "Copy with references"}
           </button>

@@ -57,9 +57,9 @@ def feedback(
     ] = "down",
     limit: Annotated[int, Query(ge=1, le=MAX_FEEDBACK, description="1..500")] = 100,
 ) -> FeedbackPublic:
-    """List rated answers, most recently rated first, each with whether it kept a trace."""
+    """List rated answers, most recently rated first: reasons, comment, whether it kept a trace."""
     chosen = None if rating == "any" else rating
-    items = list_feedback(runtime.database, admin, chosen, limit)
+    items = list_feedback(runtime.database, runtime.vault, admin, chosen, limit)
     return FeedbackPublic(feedback=[FeedbackItemPublic(**asdict(i)) for i in items])
 
 

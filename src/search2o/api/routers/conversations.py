@@ -24,6 +24,7 @@ from search2o.api.openapi import error_responses
 from search2o.api.schemas import ConversationId, MessageId
 from search2o.errors import InputError
 from search2o.query.conversations import MAX_OFFSET
+from search2o.query.feedback import check_feedback
 
 router = APIRouter(prefix="/v1", tags=["conversations"], route_class=StrictJsonRoute)
 
@@ -88,8 +89,18 @@ def delete_conversation(
 def rate_message(
     message_id: MessageId, body: RatingRequest, user: CurrentUser, runtime: RuntimeDep
 ) -> MessagePublic:
-    """Rate an assistant answer ``up`` or ``down``, or clear the rating with ``null``."""
-    return MessagePublic(**asdict(runtime.conversations.rate(user, message_id, body.rating)))
+    """Rate an assistant answer ``up`` or ``down``, or clear the rating with ``null``.
+
+    A ``down`` may carry ``reasons`` and a ``comment``; with another rating either is a 422
+    naming the field. Clearing the rating clears them.
+    """
+    feedback = check_feedback(
+        body.rating,
+        body.reasons,
+        body.comment,
+        max_comment_chars=runtime.settings.chat.max_feedback_comment_chars,
+    )
+    return MessagePublic(**asdict(runtime.conversations.rate(user, message_id, feedback)))
 
 
 @router.get(
