@@ -157,6 +157,58 @@ def test_users_add_refuses_bad_input_with_one_line(cli: Cli) -> None:
 
 
 @pytest.mark.slow
+def test_users_set_changes_admin_groups_and_plan_and_guards_the_last_admin(cli: Cli) -> None:
+    cli.ok("users", "add", "a@example.com", "--admin")
+    token = out(cli.ok("users", "add", "b@example.com")).strip().splitlines()[-1]
+    shown = out(cli.ok("users", "set", "B@example.com", "--admin", "--groups", "hr, eng,hr"))
+    assert "b@example.com: groups hr, eng; plan free; admin yes" in shown
+    cli.ok("users", "set", "b@example.com", "--plan", "paid", "--no-admin", "--groups", "")
+    row = next(u for u in users_json(cli) if u["email"] == "b@example.com")
+    assert (row["groups"], row["plan"], row["admin"]) == ([], "paid", False)
+    last = error_line(cli("users", "set", "a@example.com", "--no-admin"), 1)
+    assert "a@example.com is the last admin" in last
+    for args, field in [
+        ((), "options"),
+        (("--plan", "gold"), "plan"),
+        (("--groups", "h r"), "groups"),
+    ]:
+        line = error_line(cli("users", "set", "b@example.com", *args), 2)
+        assert line.startswith(f"error: {field}: "), line
+    assert "no user ghost@example.com" in error_line(
+        cli("users", "set", "ghost@example.com", "--admin"), 2
+    )
+    assert error_line(cli("users", "set", "ghost", "--admin"), 2).startswith("error: email: ")
+    row = next(u for u in users_json(cli) if u["email"] == "b@example.com")
+    assert (row["groups"], row["plan"], row["admin"]) == ([], "paid", False)  # nothing changed
+    db = cli.database()
+    try:
+        with db.session() as session:
+            assert accounts.authenticate(session, token).plan == "paid"
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+def test_users_remove_asks_first_and_removes_the_user_with_their_tokens(cli: Cli) -> None:
+    cli.ok("users", "add", "a@example.com", "--admin")
+    token = out(cli.ok("users", "add", "b@example.com")).strip().splitlines()[-1]
+    kept = cli("users", "remove", "b@example.com", input="n\n")
+    assert kept.exit_code == 1
+    assert [u["email"] for u in users_json(cli)] == ["a@example.com", "b@example.com"]
+    assert "removed b@example.com" in out(cli.ok("users", "remove", "b@example.com", input="y\n"))
+    assert [u["email"] for u in users_json(cli)] == ["a@example.com"]
+    db = cli.database()
+    try:
+        with db.session() as session, pytest.raises(AuthenticationError):
+            accounts.authenticate(session, token)
+    finally:
+        db.close()
+    assert "no user b@example.com" in error_line(cli("users", "remove", "b@example.com"), 2)
+    assert "last admin" in error_line(cli("users", "remove", "a@example.com", "--yes"), 1)
+    assert [u["email"] for u in users_json(cli)] == ["a@example.com"]
+
+
+@pytest.mark.slow
 def test_users_list_table(cli: Cli) -> None:
     cli.ok(
         "users", "add", "b@example.com", "-g", "eng", "-g", "ops", "--plan", "paid", "--name", "Bea"

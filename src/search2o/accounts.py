@@ -22,6 +22,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal, get_args
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -36,10 +37,13 @@ from search2o.textrules import check_text
 
 __all__ = [
     "LOCAL_MODE_TOKEN_NAME",
+    "PLANS",
+    "Plan",
     "Principal",
     "SurfaceCaller",
     "TokenInfo",
     "authenticate",
+    "check_plan",
     "create_user",
     "ensure_user",
     "get_user",
@@ -61,6 +65,9 @@ TOKEN_PREFIX = "s2o_"
 _EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$")
 LOCAL_MODE_TOKEN_NAME = "serve"
 _GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+Plan = Literal["free", "paid"]
+PLANS: tuple[str, ...] = get_args(Plan)
+"""The plans a user may have (retention follows the plan, ``retention.days``)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +175,18 @@ def normalize_groups(groups: list[str] | tuple[str, ...], field: str = "group") 
     return out
 
 
+def check_plan(plan: str, field: str = "plan") -> str:
+    """Return ``plan`` if it is one of :data:`PLANS`.
+
+    Raises:
+        InputError: any other value.
+
+    """
+    if plan not in PLANS:
+        raise InputError(field, f"{plan!r} is not a plan ({' or '.join(PLANS)})")
+    return plan
+
+
 def create_user(
     session: Session,
     email: str,
@@ -186,8 +205,7 @@ def create_user(
 
     """
     address = normalize_email(email)
-    if plan not in ("free", "paid"):
-        raise InputError("plan", f"{plan!r} is not a plan (free or paid)")
+    check_plan(plan)
     _check_label(display_name, "name", 200)
     if session.scalar(select(User.id).where(User.email == address)) is not None:
         raise ConflictError(f"user {address} already exists")

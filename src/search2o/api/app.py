@@ -48,6 +48,7 @@ from search2o.api.routers import (
     runs,
     search,
     surfaces,
+    users,
     waiting,
 )
 from search2o.api.telemetry import Telemetry
@@ -163,6 +164,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             me,
             me_tokens,
             admin_views,
+            users,
             passages,
             waiting,
             metrics,

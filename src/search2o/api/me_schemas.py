@@ -1,14 +1,16 @@
-"""Response bodies of the Web App's read-only endpoints.
+"""Bodies of the Web App's own endpoints.
 
-The caller, their conversation pages, and the admin views of users, feedback and settings.
+The caller, their conversation pages, and the admin views of users (and their changes),
+feedback and settings.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
+from search2o.accounts import Plan
 from search2o.api.chat_schemas import ConversationPublic
 
 __all__ = [
@@ -18,7 +20,9 @@ __all__ = [
     "MePublic",
     "PagedConversationPublic",
     "ServerSettingsPublic",
+    "UserCreate",
     "UserListPublic",
+    "UserPatch",
     "UserPublic",
 ]
 
@@ -59,6 +63,30 @@ class UserPublic(BaseModel):
     is_admin: bool
     plan: str
     created_at: datetime
+
+
+class UserCreate(BaseModel):
+    """``POST /v1/users``: a new user (they sign in with OIDC or a sign-in link; no token)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    email: StrictStr = Field(max_length=320, description="name@domain; the user's identity")
+    groups: list[StrictStr] = Field(default_factory=list, max_length=100)
+    is_admin: StrictBool = False
+    plan: Plan = "free"
+
+
+class UserPatch(BaseModel):
+    """``PATCH /v1/users/{email}``: what to change; an absent field is left as it is.
+
+    ``groups`` replaces the user's groups. Demoting the last admin is refused (409).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    groups: list[StrictStr] | None = Field(default=None, max_length=100)
+    is_admin: StrictBool | None = None
+    plan: Plan | None = None
 
 
 class UserListPublic(BaseModel):

@@ -9,14 +9,23 @@ import typer
 from rich.table import Table
 
 from search2o import accounts
-from search2o.cli.common import console, handle_errors, open_runtime, print_json, print_plain
+from search2o.cli.common import (
+    confirm,
+    console,
+    handle_errors,
+    open_runtime,
+    print_json,
+    print_plain,
+)
 from search2o.config import public_url
+from search2o.errors import InputError, NotFoundError
 from search2o.signin import LINK_PATH, MAX_LINK_MINUTES, issue_login_link
 from search2o.surfaces.identity import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES, issue_link_code
+from search2o.user_admin import UserChange, remove_user, update_user
 
 __all__ = ["tokens_app", "users_app"]
 
-users_app = typer.Typer(help="Add and list users.", no_args_is_help=True)
+users_app = typer.Typer(help="Add, list, change and remove users.", no_args_is_help=True)
 tokens_app = typer.Typer(help="Issue, list and revoke API tokens.", no_args_is_help=True)
 
 
@@ -69,6 +78,67 @@ def users_list(
         admin = "yes" if u.is_admin else ""
         table.add_row(u.email, u.display_name, ", ".join(u.groups), u.plan, admin)
     console.print(table)
+
+
+def _known(email: str) -> InputError:
+    # An unknown user is a bad argument of the command (exit 2), as in `users login-link`.
+    return InputError("email", f"no user {email.strip().lower()} (see `search2o users list`)")
+
+
+@users_app.command("set")
+@handle_errors
+def users_set(
+    email: Annotated[str, typer.Argument(help="The user to change.")],
+    admin: Annotated[
+        bool | None, typer.Option("--admin/--no-admin", help="Make or stop being an admin.")
+    ] = None,
+    groups: Annotated[
+        str | None,
+        typer.Option(help="Replace the groups: comma-separated, e.g. hr,eng ('' for none)."),
+    ] = None,
+    plan: Annotated[str | None, typer.Option(help="free or paid.")] = None,
+) -> None:
+    """Change a user's admin flag, groups or plan; it applies from their next request.
+
+    The last admin cannot be demoted.
+    """
+    names = None if groups is None else [g for g in groups.split(",") if g.strip()]
+    change = UserChange(groups=names, is_admin=admin, plan=plan)
+    if change == UserChange():
+        raise InputError("options", "give --admin/--no-admin, --groups or --plan")
+    with open_runtime() as runtime, runtime.database.session() as session:
+        try:
+            user = update_user(session, email, change)
+        except NotFoundError:
+            raise _known(email) from None
+        line = (
+            f"{user.email}: groups {', '.join(user.groups) or '(none)'}; plan {user.plan}; "
+            f"admin {'yes' if user.is_admin else 'no'}"
+        )
+    console.print(line, highlight=False)
+
+
+@users_app.command("remove")
+@handle_errors
+def users_remove(
+    email: Annotated[str, typer.Argument(help="The user to remove.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Remove a user with their conversations, memories, tokens and browser sessions.
+
+    Their tokens and sessions stop working at once. The last admin cannot be removed.
+    """
+    with open_runtime() as runtime:
+        with runtime.database.session() as session:
+            try:
+                address = accounts.get_user(session, email).email  # unknown: before the question
+            except NotFoundError:
+                raise _known(email) from None
+        if not yes:
+            confirm(f"Remove {address} with their conversations, memories and tokens?")
+        with runtime.database.session() as session:
+            remove_user(session, address)
+    console.print(f"removed {address}", highlight=False)
 
 
 @users_app.command("link-code")

@@ -925,11 +925,42 @@ export interface paths {
          */
         get: operations["users_v1_users_get"];
         put?: never;
-        post?: never;
+        /**
+         * Add User
+         * @description Add a user (409 if the email exists).
+         *
+         *     No token is issued: they sign in with the company's identity provider or a sign-in link
+         *     (``search2o users login-link``).
+         */
+        post: operations["add_user_v1_users_post"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{email}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete User
+         * @description Remove a user: conversations, memories, tokens, sessions (409 for the last admin).
+         */
+        delete: operations["delete_user_v1_users__email__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change User
+         * @description Change a user's groups, admin flag and/or plan (409 if it demotes the last admin).
+         */
+        patch: operations["change_user_v1_users__email__patch"];
         trace?: never;
     };
 }
@@ -2296,12 +2327,50 @@ export interface components {
             job: components["schemas"]["JobPublic"];
         };
         /**
+         * UserCreate
+         * @description ``POST /v1/users``: a new user (they sign in with OIDC or a sign-in link; no token).
+         */
+        UserCreate: {
+            /**
+             * Email
+             * @description name@domain; the user's identity
+             */
+            email: string;
+            /** Groups */
+            groups?: string[];
+            /**
+             * Is Admin
+             * @default false
+             */
+            is_admin: boolean;
+            /**
+             * Plan
+             * @default free
+             * @enum {string}
+             */
+            plan: "free" | "paid";
+        };
+        /**
          * UserListPublic
          * @description Every user, ordered by email.
          */
         UserListPublic: {
             /** Users */
             users: components["schemas"]["UserPublic"][];
+        };
+        /**
+         * UserPatch
+         * @description ``PATCH /v1/users/{email}``: what to change; an absent field is left as it is.
+         *
+         *     ``groups`` replaces the user's groups. Demoting the last admin is refused (409).
+         */
+        UserPatch: {
+            /** Groups */
+            groups?: string[] | null;
+            /** Is Admin */
+            is_admin?: boolean | null;
+            /** Plan */
+            plan?: ("free" | "paid") | null;
         };
         /**
          * UserPublic
@@ -5363,6 +5432,249 @@ export interface operations {
             };
             /** @description reserved for admins */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    add_user_v1_users_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description reserved for admins */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_user_v1_users__email__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user's email */
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description reserved for admins */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    change_user_v1_users__email__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user's email */
+                email: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description reserved for admins */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,7 @@
-"""Read-only admin views: ``GET /v1/users``, ``GET /v1/feedback``, ``GET /v1/settings``.
+"""Read-only admin views: ``GET /v1/feedback``, ``GET /v1/settings``.
 
-What the Web App's admin pages show. Users and settings change through the CLI and the
-configuration for now (``search2o users``, ``SEARCH2O_*``); nothing here writes.
+What the Web App's feedback and settings pages show. Settings change through the
+configuration (``SEARCH2O_*``); nothing here writes. Users are :mod:`.users`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,12 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from search2o.accounts import list_users
 from search2o.api.deps import AdminUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.me_schemas import (
     FeedbackItemPublic,
     FeedbackPublic,
     ServerSettingsPublic,
-    UserListPublic,
-    UserPublic,
 )
 from search2o.api.openapi import error_responses
 from search2o.query.feedback import MAX_FEEDBACK, list_feedback
@@ -27,25 +24,6 @@ from search2o.query.feedback import MAX_FEEDBACK, list_feedback
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["admin"], route_class=StrictJsonRoute)
-
-
-@router.get("/users", responses=error_responses(401, 403, 503))
-def users(admin: AdminUser, runtime: RuntimeDep) -> UserListPublic:
-    """List every user with groups, admin flag and plan (admins only; tokens never shown)."""
-    with runtime.database.session() as session:
-        rows = list_users(session)
-        return UserListPublic(
-            users=[
-                UserPublic(
-                    email=u.email,
-                    groups=list(u.groups),
-                    is_admin=u.is_admin,
-                    plan=u.plan,
-                    created_at=u.created_at,
-                )
-                for u in rows
-            ]
-        )
 
 
 @router.get("/feedback", responses=error_responses(401, 403, 422, 503))
