@@ -20,7 +20,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal, get_user
@@ -42,6 +42,7 @@ __all__ = [
     "end_session",
     "issue_login_link",
     "peek_login_link",
+    "purge_ended",
     "redeem_login_link",
     "resolve_session",
     "start_session",
@@ -248,6 +249,32 @@ def redeem_login_link(session: Session, value: str) -> User:
     return user
 
 
+def _grant_spent(now: datetime) -> ColumnElement[bool]:
+    return (SigninGrant.expires_at <= now) | SigninGrant.used_at.is_not(None)
+
+
+def purge_ended(session: Session, now: datetime | None = None) -> tuple[int, int]:
+    """Delete ended sessions and spent grants; return ``(sessions, grants)`` deleted.
+
+    Sessions past their absolute end or signed out, and sign-in links or OIDC requests used
+    or expired. A session that ended by idling is refused from that moment
+    (:func:`resolve_session`) and its row goes once its absolute end passes (at most
+    ``web.session_hours`` later), so this needs no settings. Called by the periodic retention
+    sweep (:func:`search2o.query.retention.sweep`), which runs once across processes.
+    """
+    instant = now or utcnow()
+    sessions = session.execute(
+        delete(WebSession).where(
+            (WebSession.expires_at <= instant) | WebSession.revoked_at.is_not(None)
+        )
+    )
+    grants = session.execute(delete(SigninGrant).where(_grant_spent(instant)))
+    return (
+        int(getattr(sessions, "rowcount", 0) or 0),
+        int(getattr(grants, "rowcount", 0) or 0),
+    )
+
+
 def begin_oidc(session: Session) -> OidcRequest:
     """Store a new authorization request (``state``, ``nonce``, PKCE verifier); return it.
 
@@ -260,11 +287,7 @@ def begin_oidc(session: Session) -> OidcRequest:
 
     """
     now = utcnow()
-    session.execute(
-        delete(SigninGrant).where(
-            (SigninGrant.expires_at <= now) | SigninGrant.used_at.is_not(None)
-        )
-    )
+    session.execute(delete(SigninGrant).where(_grant_spent(now)))
     pending = session.scalar(
         select(func.count()).select_from(SigninGrant).where(SigninGrant.kind == "oidc")
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -131,7 +132,7 @@ def test_the_sweeper_deletes_expired_conversations_with_everything_under_them(
 def test_retention_sweep_from_the_command_line(tmp_path: Path, database_url: str) -> None:
     cli = Cli(tmp_path / "data", database_url)
     result = out(cli.ok("retention", "sweep", "--json"))
-    assert json.loads(result) == {"deleted": 0, "by_plan": {"free": 0}}
+    assert json.loads(result) == {"deleted": 0, "by_plan": {"free": 0}, "sessions": 0, "grants": 0}
     assert "deleted 0 expired conversations" in out(cli.ok("retention", "sweep"))
 
 
@@ -165,3 +166,46 @@ def test_retention_plans_are_checked_and_defaults_kept(monkeypatch: pytest.Monke
         load_settings()
     monkeypatch.setenv("SEARCH2O_RETENTION__DAYS", '{"free": 30}')
     assert load_settings().retention.days == {"free": 30, "paid": None}
+
+
+def _sha256(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def test_the_sweep_deletes_ended_sessions_and_spent_sign_in_grants(runtime: Runtime) -> None:
+    from search2o import signin
+    from search2o.storage.signin_models import SigninGrant, WebSession
+
+    settings = runtime.settings.web
+    with runtime.database.session() as session:
+        user = create_user(session, "ann@example.com")
+        live, expired, signed_out = (
+            signin.start_session(session, user, "link", settings) for _ in range(3)
+        )
+        signin.end_session(session, signed_out)
+        signin.begin_oidc(session)  # first: starting one clears spent grants itself
+        used = signin.issue_login_link(session, "ann@example.com", 5).value
+        signin.redeem_login_link(session, used)
+        stale = signin.issue_login_link(session, "ann@example.com", 5).value
+        waiting = signin.issue_login_link(session, "ann@example.com", 5).value
+        past = utcnow() - timedelta(minutes=1)
+        for table, column, value in (
+            (WebSession, WebSession.token_hash, expired),
+            (SigninGrant, SigninGrant.value_hash, stale),
+        ):
+            session.execute(
+                update(table).where(column == _sha256(value)).values(expires_at=past)
+            )
+        session.execute(
+            update(SigninGrant).where(SigninGrant.kind == "oidc").values(expires_at=past)
+        )
+    report = sweep(runtime.database, runtime.vault, runtime.settings.retention)
+    assert (report.sessions, report.grants) == (2, 3)
+    with runtime.database.session() as session:
+        hashes = set(session.scalars(select(WebSession.token_hash)))
+        assert hashes == {_sha256(live)}
+        assert signin.peek_login_link(session, waiting)[0] == "ann@example.com"
+        assert session.scalar(select(func.count()).select_from(SigninGrant)) == 1
+        assert signin.resolve_session(session, live, settings).email == "ann@example.com"
+    again = sweep(runtime.database, runtime.vault, runtime.settings.retention)
+    assert (again.sessions, again.grants) == (0, 0)

@@ -19,11 +19,25 @@ retention_app = typer.Typer(help="Conversation retention.", no_args_is_help=True
 def retention_sweep(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Delete every expired conversation (the server also does this every hour)."""
+    """Delete expired conversations, ended browser sessions and spent sign-in links.
+
+    The server also does this every hour.
+    """
     with open_runtime() as runtime:
         report = sweep(runtime.database, runtime.vault, runtime.settings.retention)
     if as_json:
-        print_json({"deleted": report.deleted, "by_plan": report.by_plan}, indent=None)
+        print_json(
+            {
+                "deleted": report.deleted,
+                "by_plan": report.by_plan,
+                "sessions": report.sessions,
+                "grants": report.grants,
+            },
+            indent=None,
+        )
         return
     plans = ", ".join(f"{plan}: {count}" for plan, count in sorted(report.by_plan.items()))
-    console.print(f"deleted {report.deleted} expired conversations ({plans or 'no limited plan'})")
+    console.print(
+        f"deleted {report.deleted} expired conversations ({plans or 'no limited plan'}), "
+        f"{report.sessions} ended browser sessions, {report.grants} spent sign-in grants"
+    )

@@ -10,6 +10,10 @@ sweeper only reclaims space: :func:`sweep` deletes them with everything under th
 their data key. It runs inside the server every ``retention.sweep_interval_s`` and as
 ``search2o retention sweep``. Expiry never calls an enterprise hook's ``delete_conversation``
 (only a user's delete does).
+
+The same sweep deletes ended browser sessions and spent sign-in grants
+(:func:`search2o.signin.purge_ended`): they are refused at read time too, so this also only
+reclaims space, and it rides on the one periodic job the queue runs once across processes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from sqlalchemy import select
 from search2o.config import RetentionSettings
 from search2o.crypto.vault import Vault
 from search2o.query.conversations import delete_conversations
+from search2o.signin import purge_ended
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, User, utcnow
 
@@ -34,16 +39,25 @@ _BATCH = 500
 
 @dataclass(frozen=True)
 class SweepReport:
-    """Conversations deleted by one sweep, in total and per plan."""
+    """What one sweep deleted.
+
+    Conversations in total and per plan, ended browser sessions, spent sign-in grants (links
+    and OIDC requests).
+    """
 
     deleted: int
     by_plan: dict[str, int] = field(default_factory=dict)
+    sessions: int = 0
+    grants: int = 0
 
 
 def sweep(
     database: Database, vault: Vault, retention: RetentionSettings, now: datetime | None = None
 ) -> SweepReport:
-    """Delete every expired conversation (batches of 500, one transaction each).
+    """Delete every expired conversation, then ended browser sessions and spent grants.
+
+    Conversations go in batches of 500, one transaction each; sessions and sign-in grants
+    (:func:`search2o.signin.purge_ended`) in one transaction after them.
 
     Args:
         now: the sweep's instant (default: the current time), e.g. to test expiry.
@@ -81,4 +95,6 @@ def sweep(
             by_plan[plan] = by_plan.get(plan, 0) + deleted
             if len(ids) < _BATCH:
                 break
-    return SweepReport(sum(by_plan.values()), by_plan)
+    with database.session() as session:
+        sessions, grants = purge_ended(session, instant)
+    return SweepReport(sum(by_plan.values()), by_plan, sessions, grants)

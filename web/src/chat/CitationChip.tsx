@@ -1,5 +1,5 @@
 // A `[n]` chip: a hover/focus card (title, heading path, snippet); a click opens the passage.
-import { useId, useState } from "react";
+import { useEffect, useId, useRef, useState } from "react";
 import { usePassage } from "../api/queries";
 import { Dialog } from "../ui/Dialog";
 import type { Citation } from "./run";
@@ -18,8 +18,28 @@ function snippet(text: string, size = 220): string {
 
 export function CitationChip({ citation }: { citation: Citation }) {
   const [hover, setHover] = useState(false);
+  // Escape dismisses the card without moving the pointer (WCAG 2.1, 1.4.13 "Content on Hover
+  // or Focus"); it stays dismissed until the pointer or focus leaves the chip.
+  const [dismissed, setDismissed] = useState(false);
   const [open, setOpen] = useState(false);
+  const chip = useRef<HTMLButtonElement>(null);
   const card = useId();
+  const shown = hover && !dismissed && !open;
+  useEffect(() => {
+    if (!shown) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== "Escape" || event.shiftKey) return;
+      event.preventDefault();
+      setDismissed(true);
+      chip.current?.focus();
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [shown]);
+  const leave = () => {
+    setHover(false);
+    setDismissed(false);
+  };
   const chunk = firstChunk(citation);
   const passage = usePassage(hover || open ? chunk : null);
   const heading = citation.heading_path ?? [];
@@ -28,16 +48,17 @@ export function CitationChip({ citation }: { citation: Citation }) {
     <span
       className="cite"
       onMouseEnter={() => setHover(true)}
-      onMouseLeave={() => setHover(false)}
+      onMouseLeave={leave}
     >
       <button
+        ref={chip}
         type="button"
         className="cite-chip"
         aria-label={label}
-        aria-describedby={hover ? card : undefined}
+        aria-describedby={shown ? card : undefined}
         data-citation={citation.number}
         onFocus={() => setHover(true)}
-        onBlur={() => setHover(false)}
+        onBlur={leave}
         onClick={() => {
           if (chunk === null && citation.url) window.open(citation.url, "_blank", "noopener");
           else setOpen(true);
@@ -45,7 +66,7 @@ export function CitationChip({ citation }: { citation: Citation }) {
       >
         {citation.number}
       </button>
-      {hover ? (
+      {shown ? (
         <span role="tooltip" id={card} className="cite-card">
           <strong dir="auto">{citation.title}</strong>
           {heading.length ? <span className="muted" dir="auto">{heading.join(" › ")}</span> : null}

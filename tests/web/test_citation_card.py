@@ -1,0 +1,40 @@
+"""A citation chip's hover card closes with Escape, without moving the pointer, and the keyboard
+lands on the chip (WCAG 2.1, 1.4.13 "Content on Hover or Focus")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import Site
+from tests.web.test_walkthrough import QUESTION, ask
+
+pytestmark = pytest.mark.slow
+
+
+def test_escape_closes_the_hover_card_and_focuses_the_chip(browser: Any, site: Site) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
+    page.goto(site.url + "/")
+    ask(page, QUESTION)
+    answer = page.locator("article.answer").last
+    expect(answer).to_contain_text("20", timeout=30_000)
+    chip = answer.locator(".cite-chip").first
+    card = page.get_by_role("tooltip")
+    chip.hover()  # the pointer opens it; the keyboard is still in the message box
+    expect(card).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(card).to_be_hidden()
+    expect(chip).to_be_focused()
+    expect(page.get_by_role("dialog")).to_have_count(0)  # Escape opened nothing else
+    # it stays closed while the pointer rests there; leaving and coming back opens it again
+    page.mouse.move(0, 0)
+    chip.blur()
+    chip.focus()
+    expect(card).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(card).to_be_hidden()
+    expect(chip).to_be_focused()
+    page.context.close()
