@@ -146,8 +146,8 @@ function Options() {
             </button>
           </form>
           <p className="muted">
-            Create a token with <code>POST /v1/me/tokens</code> (or the button below, when the
-            server already knows you), and revoke it with <code>DELETE /v1/me/tokens/&#123;id&#125;</code>.
+            Create a token on the Web App's Devices page (<code>/devices</code>, or the button below
+            when the server already knows you), and revoke it there.
             It is kept in the extension's own storage, never in a web page's.
           </p>
           <button type="button" className="button" onClick={() => void createToken()}>

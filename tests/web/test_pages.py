@@ -46,6 +46,7 @@ def _pages(conversation: str) -> dict[str, str]:
         "chat-new": "/",
         "chat-answer": f"/c/{conversation}",
         "memories": "/memories",
+        "devices": "/devices",
         "admin-documents": "/admin/documents",
         "admin-agents": "/admin/agents",
         "admin-users": "/admin/users",

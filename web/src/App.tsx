@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import { AdminPage } from "./admin/AdminPage";
 import { useMe } from "./api/queries";
 import { ChatPage } from "./chat/ChatPage";
+import { DevicesPage } from "./devices/DevicesPage";
 import { MemoriesPage } from "./memories/MemoriesPage";
 import { navigate, onLinkClick, routeOf, usePath } from "./router";
 import { Sidebar } from "./sidebar/Sidebar";
@@ -47,6 +48,8 @@ export function App() {
         return <ChatPage key={route.conversationId ?? "new"} conversationId={route.conversationId} />;
       case "memories":
         return <MemoriesPage />;
+      case "devices":
+        return <DevicesPage />;
       case "admin":
         if (me.isLoading) return <main className="page" id="main" />;
         return isAdmin ? (
@@ -93,6 +96,9 @@ export function App() {
         <nav aria-label="Pages" className="pages">
           <a href="/memories" aria-current={route.page === "memories" ? "page" : undefined} onClick={onLinkClick}>
             Memories
+          </a>
+          <a href="/devices" aria-current={route.page === "devices" ? "page" : undefined} onClick={onLinkClick}>
+            Devices
           </a>
           {isAdmin ? (
             <a href="/admin/documents" aria-current={route.page === "admin" ? "page" : undefined} onClick={onLinkClick}>

@@ -50,6 +50,7 @@ export function onLinkClick(event: MouseEvent<HTMLAnchorElement>): void {
 export type Route =
   | { page: "chat"; conversationId: string | null }
   | { page: "memories" }
+  | { page: "devices" }
   | { page: "admin"; section: AdminSection }
   | { page: "missing" };
 
@@ -61,6 +62,7 @@ export function routeOf(path: string): Route {
   const chat = /^\/c\/([0-9a-f]{32})$/.exec(path);
   if (chat?.[1]) return { page: "chat", conversationId: chat[1] };
   if (path === "/memories") return { page: "memories" };
+  if (path === "/devices") return { page: "devices" };
   const admin = /^\/admin\/([a-z]+)$/.exec(path);
   const section = admin?.[1] as AdminSection | undefined;
   if (section && (ADMIN_SECTIONS as readonly string[]).includes(section)) {

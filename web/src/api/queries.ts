@@ -16,6 +16,7 @@ export const keys = {
   users: ["users"] as const,
   feedback: ["feedback"] as const,
   settings: ["settings"] as const,
+  tokens: ["tokens"] as const,
 };
 
 export type Me = Schemas["MePublic"];
