@@ -18,6 +18,10 @@ export const REASONS: ReadonlyArray<[Reason, string]> = [
   ["unsupported_citation", "A citation does not support the claim"],
 ];
 
+// Answers whose form is open, by message id. The state outlives the component: a finished live
+// answer is replaced by its stored copy (a new component), which may happen just after a click.
+const asking = new Set<string>();
+
 interface Props {
   messageId: string;
   conversationId: string;
@@ -27,8 +31,13 @@ interface Props {
 export function Rating({ messageId, conversationId, rating: stored }: Props) {
   const queryClient = useQueryClient();
   const [rating, setRating] = useState(stored);
-  const [asking, setAsking] = useState(false);
+  const [open, setOpen] = useState(() => asking.has(messageId));
   const [thanked, setThanked] = useState(false);
+  const setAsking = (value: boolean) => {
+    if (value) asking.add(messageId);
+    else asking.delete(messageId);
+    setOpen(value);
+  };
   // The stored copy replaces the live answer and may arrive (or be read again) after a click:
   // what the server holds wins once it is read.
   useEffect(() => setRating(stored), [stored]);
@@ -68,7 +77,7 @@ export function Rating({ messageId, conversationId, rating: stored }: Props) {
         {thanked ? <span role="status">Thanks for the feedback</span> : null}
         {rate.isError ? <span role="alert">{(rate.error as Error).message}</span> : null}
       </span>
-      {asking && rating === "down" ? (
+      {open ? (
         <WhyForm busy={rate.isPending} onSend={send} onSkip={() => setAsking(false)} />
       ) : null}
     </>
