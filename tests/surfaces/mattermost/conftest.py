@@ -141,10 +141,15 @@ def mattermost_env(
     """
     stack: list[Any] = []
 
-    def start(script: Any = None, builtin: bool = False, **mattermost: Any) -> MattermostEnv:
+    def start(
+        script: Any = None, builtin: bool = False, jobs_in_server: bool = True, **mattermost: Any
+    ) -> MattermostEnv:
         settings = mattermost_settings(
             tmp_path / "data", database_url, fake_mattermost, **mattermost
         )
+        if not jobs_in_server:  # the test runs its own workers
+            jobs = settings.jobs.model_copy(update={"server_workers": 0})
+            settings = settings.model_copy(update={"jobs": jobs})
         chat: Any = (
             build_chat_model(settings.chat, embedder)
             if builtin

@@ -18,6 +18,7 @@ from search2o.surfaces.mattermost.render import MAX_CHARS
 from tests.query.doubles import SALARIES, answering, ingest, last_user, passages, pieces, searching
 from tests.surfaces.mattermost.conftest import MattermostFactory, listening
 from tests.surfaces.mattermost.fake_mattermost import ANN_ID, BOT_ID, DM_ID, TOWN_ID
+from tests.surfaces.surface_worker import hook_ran_once, kill_on_last_attempt
 
 SALARY_Q = "What is the salary band for level 3 engineers?"
 
@@ -124,3 +125,26 @@ def test_a_final_failure_shows_a_short_error_in_the_thread(
     (notice,) = env.fake.bot_posts(DM_ID)
     assert notice["message"].startswith("Sorry, I could not answer this")
     assert notice["root_id"] == question["id"]
+
+
+def test_a_worker_killed_on_the_last_attempt_ends_the_thread_with_one_visible_error(
+    mattermost_env: MattermostFactory,
+) -> None:
+    env = mattermost_env(
+        lambda m, t: [*pieces("Twenty-five", pause=0.05), 3.0, *pieces(" days.")],
+        jobs_in_server=False,
+    )
+    asked: list[dict[str, Any]] = []
+    with listening(env):
+        kill_on_last_attempt(
+            env.runtime,
+            "mattermost",
+            lambda: asked.append(env.fake.user_post("How many vacation days?")),
+            lambda: any("Twenty" in p["message"] for p in env.fake.bot_posts(DM_ID)),
+        )
+        (row,) = env.settled(1, timeout_s=40)
+    assert row.state == "failed"
+    hook_ran_once(env.runtime)
+    (notice,) = env.fake.bot_posts(DM_ID)  # the partial answer, patched into the error
+    assert notice["id"] == row.reply_key and notice["root_id"] == asked[0]["id"]
+    assert notice["message"].startswith("Sorry, I could not answer this")

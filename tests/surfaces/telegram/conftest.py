@@ -124,10 +124,15 @@ def telegram_env(
     """
     stack: list[Any] = []
 
-    def start(script: Any = None, builtin: bool = False, **telegram: Any) -> TelegramEnv:
+    def start(
+        script: Any = None, builtin: bool = False, jobs_in_server: bool = True, **telegram: Any
+    ) -> TelegramEnv:
         fake = FakeTelegram().__enter__()
         stack.append(fake)
         settings = telegram_settings(tmp_path / "data", database_url, fake, **telegram)
+        if not jobs_in_server:  # the test runs its own workers
+            jobs = settings.jobs.model_copy(update={"server_workers": 0})
+            settings = settings.model_copy(update={"jobs": jobs})
         chat: Any = (
             build_chat_model(settings.chat, embedder)
             if builtin

@@ -29,6 +29,7 @@ from tests.query.doubles import (
     pieces,
     searching,
 )
+from tests.surfaces.surface_worker import hook_ran_once, kill_on_last_attempt
 from tests.surfaces.telegram.conftest import TelegramEnv, TelegramFactory
 from tests.surfaces.telegram.fake_telegram import (
     NOT_MODIFIED,
@@ -281,3 +282,25 @@ def test_a_final_failure_shows_a_short_error_in_the_chat(telegram_env: TelegramF
     (notice,) = env.fake.in_chat(GROUP)
     assert notice["text"].startswith("Sorry, I could not answer this")
     assert notice["reply_parameters"]["message_id"] == 90
+
+
+def test_a_worker_killed_on_the_last_attempt_ends_the_chat_with_one_visible_error(
+    telegram_env: TelegramFactory,
+) -> None:
+    env = telegram_env(
+        lambda m, t: [*pieces("Twenty-five", pause=0.05), 3.0, *pieces(" days.")],
+        jobs_in_server=False,
+    )
+    kill_on_last_attempt(
+        env.runtime,
+        "telegram",
+        lambda: env.webhook(mention_update(95, "How many vacation days?", message_id=95)),
+        lambda: any("Twenty" in m["text"] for m in env.fake.in_chat(GROUP)),
+    )
+    (row,) = env.settled(1, timeout_s=40)
+    assert row.state == "failed"
+    hook_ran_once(env.runtime)
+    (notice,) = env.fake.in_chat(GROUP)  # the partial answer, edited into the error
+    assert str(notice["message_id"]) == row.reply_key
+    assert notice["text"].startswith("Sorry, I could not answer this")
+    assert len(env.fake.of("sendMessage")) == 1

@@ -18,8 +18,10 @@
    posts a second answer. The last post carries the 👍/👎 buttons;
 6. ``posted``; the question's text is dropped.
 
-An attempt that fails is retried by the queue; the last one shows a short error in the thread
-and ends ``failed``: never a silent end.
+An attempt that fails is retried by the queue. Once the job is given up — its last attempt
+raised, or the worker running it died and its lease expired — the kind's final-failure hook
+(:meth:`MattermostAnswerer.final_failure`, run once by the queue) shows a short error in the
+thread (patching the answer if it exists) and ends the delivery ``failed``: never a silent end.
 
 ``mattermost.rate`` (payload ``{"delivery", "rating", "channel"}``, from a click whose HMAC was
 verified) stores the rating of the delivery's answer, acting as the principal that asked.
@@ -36,9 +38,9 @@ from typing import Any
 
 from search2o.client import Client
 from search2o.config import MattermostSettings
-from search2o.errors import InputError, ProviderError, Search2oError
+from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
-from search2o.surfaces.deliveries import Delivery, DeliveryStore
+from search2o.surfaces.deliveries import Delivery, DeliveryStore, failure_notice
 from search2o.surfaces.mattermost.buttons import keyboard
 from search2o.surfaces.mattermost.posts import SURFACE
 from search2o.surfaces.mattermost.render import MAX_CHARS, render_answer, render_notice, split
@@ -96,14 +98,9 @@ class MattermostAnswerer:
         if delivery.state in ("posted", "failed"):
             return {"state": delivery.state, "posts": delivery.reply_key}
         self.store.set(delivery.id, state="answering")
-        try:
-            posts = self._answer(self.connect(), delivery)
-            self.store.finish(delivery.id, "posted")
-            return {"state": "posted", "posts": posts}
-        except Exception as exc:
-            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
-                self._fail_visibly(delivery.id, exc)
-            raise
+        posts = self._answer(self.connect(), delivery)
+        self.store.finish(delivery.id, "posted")
+        return {"state": "posted", "posts": posts}
 
     def _answer(self, client: Client, delivery: Delivery) -> str:
         inbound = delivery.inbound
@@ -147,19 +144,25 @@ class MattermostAnswerer:
         email = str(found.get("email") or "")
         return email if email and found.get("email_verified") is True else None
 
-    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
-        delivery = self.store.load(delivery_id)
-        if delivery is None:
+    def final_failure(self, payload: dict[str, Any], reason: str) -> None:
+        """End the thread visibly, once: the final-failure hook of ``mattermost.answer``.
+
+        Posts a short error in the thread (patching the answer an attempt posted, if any) and
+        marks the delivery ``failed``; a delivery already ``posted`` or ``failed`` is left
+        alone.
+
+        Raises:
+            ProviderError: the error could not be posted (the hook job retries it).
+
+        """
+        delivery = self.store.load(int(payload.get("delivery", 0)))
+        if delivery is None or delivery.inbound.surface != SURFACE:
             return
-        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
-        notice = render_notice(
-            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
-        )
-        try:
-            _Writer(self, delivery, stream=False).finish(notice, None)
-        except ProviderError as failed:
-            log.error("mattermost: the error notice could not be posted: %s", failed.message)
-        self.store.finish(delivery_id, "failed")
+        if delivery.state in ("posted", "failed"):
+            return
+        notice = render_notice(failure_notice(reason))
+        _Writer(self, delivery, stream=False).finish(notice, None)
+        self.store.finish(delivery.id, "failed")
 
     def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
         """Store a verified click as the answer's rating; return ``{"message", "rating"}``.

@@ -26,8 +26,11 @@
    waits for budget and for ``Retry-After``;
 5. ``posted`` with the answer's message id; the question's text is dropped.
 
-An attempt that fails is retried by the queue (backoff); the last one posts a short visible
-error in the thread (editing the answer if it exists) and ends ``failed``: never a silent end.
+An attempt that fails is retried by the queue (backoff). Once the job is given up — its last
+attempt raised, or the worker running it died and its lease expired — the kind's final-failure
+hook (:meth:`SlackAnswerer.final_failure`, run once by the queue) posts a short visible error
+in the thread (editing the answer if it exists), clears the 👀 and ends the delivery
+``failed``: never a silent end.
 
 ``slack.rate`` (payload ``{"delivery", "rating"}``) stores a click of the thumbs buttons as the
 answer's rating (:meth:`search2o.client.Client.rate`), acting as the principal that asked.
@@ -45,9 +48,9 @@ from typing import Any
 
 from search2o.client import Client
 from search2o.config import SlackSettings
-from search2o.errors import InputError, ProviderError, Search2oError
+from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
-from search2o.surfaces.deliveries import Delivery, DeliveryStore
+from search2o.surfaces.deliveries import Delivery, DeliveryStore, failure_notice
 from search2o.surfaces.slack.events import SURFACE
 from search2o.surfaces.slack.render import Rendered, escape, render_answer, render_notice
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
@@ -118,10 +121,6 @@ class SlackAnswerer:
             ts = self._answer(self.connect(), delivery)
             self.store.finish(delivery.id, "posted")
             return {"state": "posted", "ts": ts}
-        except Exception as exc:
-            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
-                self._fail_visibly(delivery.id, exc)
-            raise
         finally:
             self._react("reactions.remove", delivery)
             log.info(
@@ -234,20 +233,25 @@ class SlackAnswerer:
     def _final(self, delivery: Delivery, rendered: Rendered) -> str:
         return _Writer(self, delivery, stream=False).finish(rendered)
 
-    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
-        """Post (or edit the answer into) a short visible error; mark the delivery failed."""
-        delivery = self.store.load(delivery_id)
-        if delivery is None:
+    def final_failure(self, payload: dict[str, Any], reason: str) -> None:
+        """End the thread visibly, once: the final-failure hook of ``slack.answer``.
+
+        Posts a short error in the thread (editing the answer an attempt posted, if any),
+        removes the 👀 and marks the delivery ``failed``. Idempotent: a delivery already
+        ``posted`` or ``failed`` is left alone.
+
+        Raises:
+            ProviderError: the error could not be posted (the hook job retries it).
+
+        """
+        delivery = self._load(payload)
+        if delivery is None or delivery.state in ("posted", "failed"):
             return
-        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
-        notice = render_notice(
-            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
-        )
-        try:
-            _Writer(self, delivery, stream=False).finish(notice)
-        except ProviderError as failed:
-            log.error("slack: the error notice could not be posted: %s", failed.message)
-        self.store.finish(delivery_id, "failed")
+        if delivery.reply_key is None:
+            delivery = self._adopt(delivery)
+        _Writer(self, delivery, stream=False).finish(render_notice(failure_notice(reason)))
+        self._react("reactions.remove", delivery)
+        self.store.finish(delivery.id, "failed")
 
     # --- slack.rate ---------------------------------------------------------------------------
 

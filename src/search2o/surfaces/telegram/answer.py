@@ -25,8 +25,10 @@
    continues the conversation and so resumes the run;
 6. ``posted`` with the answer's message id; the question's text is dropped.
 
-An attempt that fails is retried by the queue; the last one shows a short error in the chat
-(editing the answer if it exists) and ends ``failed``: never a silent end.
+An attempt that fails is retried by the queue. Once the job is given up — its last attempt
+raised, or the worker running it died and its lease expired — the kind's final-failure hook
+(:meth:`TelegramAnswerer.final_failure`, run once by the queue) shows a short error in the
+chat (editing the answer if it exists) and ends the delivery ``failed``: never a silent end.
 
 ``telegram.rate`` (payload ``{"query", "chat", "data"}``) stores a 👍/👎 click as the answer's
 rating, acting as the principal that asked, and always answers the click
@@ -44,9 +46,9 @@ from typing import Any
 
 from search2o.client import Client
 from search2o.config import TelegramSettings
-from search2o.errors import InputError, ProviderError, Search2oError
+from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
-from search2o.surfaces.deliveries import Delivery, DeliveryStore
+from search2o.surfaces.deliveries import Delivery, DeliveryStore, failure_notice
 from search2o.surfaces.telegram.botapi import BotApi, TelegramCallError
 from search2o.surfaces.telegram.render import MAX_UNITS, Part, render_answer, render_notice, split
 from search2o.surfaces.turns import chat_turn, link_reply, speaker
@@ -129,10 +131,6 @@ class TelegramAnswerer:
             messages = self._answer(self.connect(), delivery)
             self.store.finish(delivery.id, "posted")
             return {"state": "posted", "messages": messages}
-        except Exception as exc:
-            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
-                self._fail_visibly(delivery.id, exc)
-            raise
         finally:
             log.info(
                 "telegram answer attempt %s", ctx.attempt,
@@ -205,20 +203,23 @@ class TelegramAnswerer:
     def _final(self, delivery: Delivery, parts: list[Part]) -> str:
         return _Writer(self, delivery, stream=False).finish(parts, None)
 
-    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
-        """Send (or edit the answer into) a short visible error; mark the delivery failed."""
-        delivery = self.store.load(delivery_id)
-        if delivery is None:
+    def final_failure(self, payload: dict[str, Any], reason: str) -> None:
+        """End the answer visibly, once: the final-failure hook of ``telegram.answer``.
+
+        Sends a short error (editing the answer an attempt sent, if any) and marks the
+        delivery ``failed``; a delivery already ``posted`` or ``failed`` is left alone.
+
+        Raises:
+            ProviderError: the error could not be sent (the hook job retries it).
+
+        """
+        delivery = self.store.load(int(payload.get("delivery", 0)))
+        if delivery is None or delivery.inbound.surface != "telegram":
             return
-        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
-        notice = render_notice(
-            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
-        )
-        try:
-            _Writer(self, delivery, stream=False).finish(notice, None)
-        except ProviderError as failed:
-            log.error("telegram: the error notice could not be sent: %s", failed.message)
-        self.store.finish(delivery_id, "failed")
+        if delivery.state in ("posted", "failed"):
+            return
+        _Writer(self, delivery, stream=False).finish(render_notice(failure_notice(reason)), None)
+        self.store.finish(delivery.id, "failed")
 
     # --- telegram.rate ------------------------------------------------------------------------
 

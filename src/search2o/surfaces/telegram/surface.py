@@ -117,7 +117,7 @@ def add_telegram_kinds(registry: JobRegistry, runtime: Runtime) -> TelegramAnswe
         bot_api(settings),
         shared_client(lambda: connect(settings)),
     )
-    registry.add(ANSWER, answerer.answer, max_attempts=4)
+    registry.add(ANSWER, answerer.answer, max_attempts=4, on_final_failure=answerer.final_failure)
     registry.add(RATE, answerer.rate, max_attempts=3)
     return answerer
 
