@@ -735,7 +735,50 @@ def _token_url(value: str | None) -> str | None:
     return value.strip().rstrip("/")
 
 
-class SlackSettings(BaseModel):
+def _edit_pause(default: float, what: str = "edits") -> Any:
+    """Return the ``update_every_s`` field of a messenger section: its own default, 0-60 s."""
+    return Field(
+        default=default,
+        ge=0,
+        le=60,
+        description=f"shortest pause between two {what} of one answer",
+    )
+
+
+class MessengerSettings(BaseModel):
+    """What every messenger section has (Slack, Telegram, Mattermost), declared once.
+
+    Answers are jobs that call this server's API at ``server_url`` (default: this machine's
+    own server, :func:`search2o.surfaces.connect.server_url`) with the surface token
+    ``service_token`` (``search2o surfaces token <surface>``), never the engines; an answer is
+    edited at most every ``update_every_s`` seconds (each section has its own default,
+    redeclared with :func:`_edit_pause`); ``unlinked`` says what an unlinked user gets: the
+    shared-channel scope and a one-line hint how to link (``channel``), or only the hint
+    (``link_only``). The environment names stay each section's:
+    ``SEARCH2O_<SECTION>__SERVER_URL`` and so on.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    server_url: str | None = Field(
+        default=None, description="this server's API as answers reach it (default http://host:port)"
+    )
+    service_token: SecretStr | None = Field(
+        default=None, description="surface token from `search2o surfaces token <surface>`"
+    )
+    update_every_s: float = _edit_pause(1.0)
+    unlinked: Literal["channel", "link_only"] = Field(
+        default="channel", description="unlinked users: shared scope + hint, or only a hint"
+    )
+
+    @field_validator("server_url")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        # The service token travels to server_url.
+        return _token_url(value)
+
+
+class SlackSettings(MessengerSettings):
     """The Slack surface (:mod:`search2o.surfaces.slack`, docs/slack.md).
 
     Slack is on when ``bot_token`` and ``signing_secret`` are set (:attr:`configured`). In
@@ -757,28 +800,16 @@ class SlackSettings(BaseModel):
     app_token: SecretStr | None = Field(default=None, description="xapp- token (Socket Mode)")
     mode: Literal["socket", "http"] = Field(default="socket", description="socket or http")
     api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL")
-    server_url: str | None = Field(
-        default=None, description="this server's API as answers reach it (default http://host:port)"
-    )
-    service_token: SecretStr | None = Field(
-        default=None, description="surface token from `search2o surfaces token slack`"
-    )
     update_budget: int = Field(default=40, ge=1, le=1000, description="chat.update calls")
     update_window_s: float = Field(default=60.0, gt=0, le=3600, description="per this window")
-    update_every_s: float = Field(
-        default=1.0, ge=0, le=60, description="shortest pause between two edits of one answer"
-    )
     stream: bool = Field(default=True, description="native streaming (chat.startStream)")
     allow_bots: bool = Field(default=False, description="answer other bots' messages")
     agent: str | None = Field(
         default=None, min_length=1, max_length=100, description="the agent new threads start"
     )
-    unlinked: Literal["channel", "link_only"] = Field(
-        default="channel", description="unlinked users: channel scope + hint, or only a hint"
-    )
     max_question_chars: int = Field(default=8000, ge=1, le=40_000)
 
-    @field_validator("api_url", "server_url")
+    @field_validator("api_url")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         # The bot token travels to api_url.
@@ -878,7 +909,7 @@ class OidcSettings(BaseModel):
 
 
 
-class TelegramSettings(BaseModel):
+class TelegramSettings(MessengerSettings):
     """The Telegram surface (:mod:`search2o.surfaces.telegram`, docs/telegram.md).
 
     Telegram is on when ``bot_token`` is set (:attr:`configured`). In ``webhook`` mode Telegram
@@ -902,26 +933,15 @@ class TelegramSettings(BaseModel):
     )
     mode: Literal["webhook", "polling"] = Field(default="polling", description="webhook or polling")
     api_url: str = Field(default="https://api.telegram.org/", description="Bot API base URL")
-    server_url: str | None = Field(
-        default=None, description="this server's API as answers reach it (default http://host:port)"
-    )
-    service_token: SecretStr | None = Field(
-        default=None, description="surface token from `search2o surfaces token telegram`"
-    )
     bot_username: str | None = Field(
         default=None, description="the bot's @username without @ (default: asked with getMe)"
     )
-    update_every_s: float = Field(
-        default=1.5, ge=0, le=60, description="shortest pause between two edits of one answer"
-    )
+    update_every_s: float = _edit_pause(1.5)
     stream: bool = Field(default=True, description="private chats: stream with sendMessageDraft")
-    unlinked: Literal["channel", "link_only"] = Field(
-        default="channel", description="unlinked users: shared scope + hint, or only a hint"
-    )
     poll_timeout_s: int = Field(default=30, ge=0, le=50, description="getUpdates long-poll seconds")
     max_question_chars: int = Field(default=4096, ge=1, le=40_000)
 
-    @field_validator("api_url", "server_url")
+    @field_validator("api_url")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         # The bot token travels to api_url (in the path).
@@ -957,7 +977,7 @@ class TelegramSettings(BaseModel):
         return bool(self.bot_token and self.bot_token.get_secret_value())
 
 
-class MattermostSettings(BaseModel):
+class MattermostSettings(MessengerSettings):
     """The Mattermost surface (:mod:`search2o.surfaces.mattermost`, docs/mattermost.md).
 
     Mattermost is on when ``url`` and ``bot_token`` are set (:attr:`configured`). ``search2o
@@ -983,18 +1003,7 @@ class MattermostSettings(BaseModel):
     public_url: str | None = Field(
         default=None, description="this server as Mattermost reaches it (button callbacks)"
     )
-    server_url: str | None = Field(
-        default=None, description="this server's API as answers reach it (default http://host:port)"
-    )
-    service_token: SecretStr | None = Field(
-        default=None, description="surface token from `search2o surfaces token mattermost`"
-    )
-    update_every_s: float = Field(
-        default=1.0, ge=0, le=60, description="shortest pause between two patches of one answer"
-    )
-    unlinked: Literal["channel", "link_only"] = Field(
-        default="channel", description="unlinked users: shared scope + hint, or only a hint"
-    )
+    update_every_s: float = _edit_pause(1.0, "patches")
     watchdog_s: float = Field(
         default=30.0, gt=0, le=600, description="reconnect when a ping gets no answer this long"
     )
@@ -1003,7 +1012,7 @@ class MattermostSettings(BaseModel):
     )
     max_question_chars: int = Field(default=16_383, ge=1, le=40_000)
 
-    @field_validator("url", "public_url", "server_url")
+    @field_validator("url", "public_url")
     @classmethod
     def _mm_url(cls, value: str | None) -> str | None:
         # The bot token travels to url.

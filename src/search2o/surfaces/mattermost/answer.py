@@ -40,12 +40,13 @@ from search2o.client import Client
 from search2o.config import MattermostSettings
 from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
-from search2o.surfaces.deliveries import Delivery, DeliveryStore, failure_notice
+from search2o.surfaces.answering import AnswerJob
+from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.mattermost.buttons import keyboard
 from search2o.surfaces.mattermost.posts import SURFACE
 from search2o.surfaces.mattermost.render import MAX_CHARS, render_answer, render_notice, split
 from search2o.surfaces.mattermost.restapi import MattermostApi
-from search2o.surfaces.turns import chat_turn, link_reply, speaker
+from search2o.surfaces.turns import chat_turn
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "MattermostAnswerer"]
 
@@ -55,8 +56,11 @@ _LINK = re.compile(r"/?link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.I)
 log = logging.getLogger("search2o.mattermost")
 
 
-class MattermostAnswerer:
+class MattermostAnswerer(AnswerJob):
     """The handlers of ``mattermost.answer`` and ``mattermost.rate`` (module docstring).
+
+    The answer job's shape is :class:`~search2o.surfaces.answering.AnswerJob`'s; Mattermost
+    supplies the delivery and the notice.
 
     Args:
         settings: the ``mattermost`` section.
@@ -68,6 +72,12 @@ class MattermostAnswerer:
 
     """
 
+    surface = SURFACE
+    result_key = "posts"
+    footer = CHANNEL_FOOTER
+    hint = LINK_HINT
+    link = _LINK
+
     def __init__(
         self,
         settings: MattermostSettings,
@@ -77,51 +87,25 @@ class MattermostAnswerer:
         key: str,
         actions_url: str,
     ) -> None:
-        self.settings = settings
-        self.store = store
+        super().__init__(settings, store, connect)
+        self.settings: MattermostSettings = settings
         self.api = api
-        self.connect = connect
         self.key = key
         self.actions_url = actions_url
 
-    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-        """Answer one delivery (module docstring); return ``{"state", "posts"}``.
+    def notice(self, delivery: Delivery, text: str) -> str:
+        """Post ``text`` in the thread (patching the answer's posts if they exist)."""
+        return _Writer(self, delivery, stream=False).finish(render_notice(text), None)
 
-        Raises:
-            InputError: the delivery does not exist (nothing to retry).
-            ProviderError, Search2oError: this attempt failed; the queue retries it.
-
-        """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
-        if delivery is None or delivery.inbound.surface != SURFACE:
-            raise InputError("payload.delivery", "names no Mattermost delivery")
-        if delivery.state in ("posted", "failed"):
-            return {"state": delivery.state, "posts": delivery.reply_key}
-        self.store.set(delivery.id, state="answering")
-        posts = self._answer(self.connect(), delivery)
-        self.store.finish(delivery.id, "posted")
-        return {"state": "posted", "posts": posts}
-
-    def _answer(self, client: Client, delivery: Delivery) -> str:
+    def deliver(self, client: Client, delivery: Delivery) -> str:
+        """Answer in the thread (module docstring, steps 2-5); return the posts' ids."""
+        linked = self.linked(client, delivery)
+        if linked is not None:
+            return linked
         inbound = delivery.inbound
-        if inbound.direct:
-            linked = _LINK.fullmatch(inbound.text.strip())
-            if linked is not None:
-                said = link_reply(client, inbound.workspace, inbound.user, linked.group(1))
-                return _Writer(self, delivery, stream=False).finish(render_notice(said), None)
-        act_as, footer = speaker(
-            client,
-            inbound.workspace,
-            inbound.user,
-            direct=inbound.direct,
-            unlinked=self.settings.unlinked,
-            footer=CHANNEL_FOOTER,
-            hint=LINK_HINT,
-            email=lambda: self._email(inbound.user),
-        )
+        act_as, footer = self.speaker(client, delivery, email=lambda: self._email(inbound.user))
         if act_as is None:
-            return _Writer(self, delivery, stream=False).finish(render_notice(LINK_HINT), None)
-        self.store.set(delivery.id, act_as=act_as)
+            return self.notice(delivery, LINK_HINT)
         me = client.acting_as(act_as)
         writer = _Writer(self, delivery)
         where = (inbound.workspace, inbound.channel, inbound.thread_key)
@@ -144,26 +128,6 @@ class MattermostAnswerer:
         email = str(found.get("email") or "")
         return email if email and found.get("email_verified") is True else None
 
-    def final_failure(self, payload: dict[str, Any], reason: str) -> None:
-        """End the thread visibly, once: the final-failure hook of ``mattermost.answer``.
-
-        Posts a short error in the thread (patching the answer an attempt posted, if any) and
-        marks the delivery ``failed``; a delivery already ``posted`` or ``failed`` is left
-        alone.
-
-        Raises:
-            ProviderError: the error could not be posted (the hook job retries it).
-
-        """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
-        if delivery is None or delivery.inbound.surface != SURFACE:
-            return
-        if delivery.state in ("posted", "failed"):
-            return
-        notice = render_notice(failure_notice(reason))
-        _Writer(self, delivery, stream=False).finish(notice, None)
-        self.store.finish(delivery.id, "failed")
-
     def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
         """Store a verified click as the answer's rating; return ``{"message", "rating"}``.
 
@@ -171,11 +135,10 @@ class MattermostAnswerer:
             InputError: the click names no answered delivery of its channel (nothing to retry).
 
         """
-        delivery = self.store.load(int(payload.get("delivery") or 0))
+        delivery = self.load(payload)
         rating = str(payload.get("rating") or "")
         if (
             delivery is None
-            or delivery.inbound.surface != SURFACE
             or delivery.inbound.channel != str(payload.get("channel"))
             or delivery.answer_message_id is None
             or delivery.act_as is None

@@ -50,11 +50,12 @@ from search2o.client import Client
 from search2o.config import SlackSettings
 from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
-from search2o.surfaces.deliveries import Delivery, DeliveryStore, failure_notice
+from search2o.surfaces.answering import AnswerJob
+from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.slack.events import SURFACE
 from search2o.surfaces.slack.render import Rendered, escape, render_answer, render_notice
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
-from search2o.surfaces.turns import chat_turn, link_reply, speaker
+from search2o.surfaces.turns import chat_turn
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "METADATA_EVENT", "SlackAnswerer", "answer_metadata"]
 
@@ -69,8 +70,11 @@ _LINK = re.compile(r"link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.IGNORECASE)
 log = logging.getLogger("search2o.slack")
 
 
-class SlackAnswerer:
+class SlackAnswerer(AnswerJob):
     """The handlers of ``slack.answer`` and ``slack.rate`` (module docstring).
+
+    The answer job's shape is :class:`~search2o.surfaces.answering.AnswerJob`'s; Slack
+    supplies the delivery, the 👀 status and the notice.
 
     Args:
         settings: the ``slack`` section.
@@ -83,6 +87,12 @@ class SlackAnswerer:
 
     """
 
+    surface = SURFACE
+    result_key = "ts"
+    footer = CHANNEL_FOOTER
+    hint = LINK_HINT
+    link = _LINK
+
     def __init__(
         self,
         settings: SlackSettings,
@@ -91,53 +101,26 @@ class SlackAnswerer:
         budget: UpdateBudget,
         connect: Callable[[], Client],
     ) -> None:
-        self.settings = settings
-        self.store = store
+        super().__init__(settings, store, connect)
+        self.settings: SlackSettings = settings
         self.api = api
         self.budget = budget
-        self.connect = connect
 
     # --- slack.answer -------------------------------------------------------------------------
 
-    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-        """Answer one delivery (module docstring); return ``{"state", "ts"}``.
-
-        Raises:
-            InputError: the delivery does not exist (nothing to retry).
-            ProviderError, Search2oError: this attempt failed; the queue retries it.
-
-        """
-        delivery = self._load(payload)
-        if delivery is None:
-            raise InputError("payload.delivery", "names no Slack delivery")
-        if delivery.state in ("posted", "failed"):
-            return {"state": delivery.state, "ts": delivery.reply_key}
+    def before(self, delivery: Delivery) -> Delivery:
+        """Find the answer an attempt that died posted before storing its ``ts``."""
         if delivery.state == "answering" and delivery.reply_key is None:
-            delivery = self._adopt(delivery)
-        self.store.set(delivery.id, state="answering")
-        question = delivery.inbound
-        self._react("reactions.add", delivery)
-        try:
-            ts = self._answer(self.connect(), delivery)
-            self.store.finish(delivery.id, "posted")
-            return {"state": "posted", "ts": ts}
-        finally:
-            self._react("reactions.remove", delivery)
-            log.info(
-                "slack answer attempt %s", ctx.attempt,
-                extra={"fields": {"delivery": delivery.id, "team": question.workspace}},
-            )
-
-    def _load(self, payload: dict[str, Any]) -> Delivery | None:
-        """Return the payload's delivery, or ``None`` when it is missing or another surface's.
-
-        The store is shared by every messenger surface, so an id alone could name a Telegram
-        question.
-        """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
-        if delivery is None or delivery.inbound.surface != SURFACE:
-            return None
+            return self._adopt(delivery)
         return delivery
+
+    def after(self, delivery: Delivery) -> None:
+        """Remove the 👀 status reaction."""
+        self._react("reactions.remove", delivery)
+
+    def notice(self, delivery: Delivery, text: str) -> str:
+        """Post ``text`` in the thread (editing the answer's message if it exists)."""
+        return self._final(delivery, render_notice(text))
 
     def _adopt(self, delivery: Delivery) -> Delivery:
         """Return ``delivery`` with the ``ts`` of an answer an earlier attempt posted, if any.
@@ -171,26 +154,16 @@ class SlackAnswerer:
             log.warning("slack: looking for an earlier answer failed: %s", exc.message)
             return delivery
 
-    def _answer(self, client: Client, delivery: Delivery) -> str:
+    def deliver(self, client: Client, delivery: Delivery) -> str:
+        """Answer in the thread (module docstring, steps 2-5); return the answer's ``ts``."""
+        self._react("reactions.add", delivery)
+        linked = self.linked(client, delivery)
+        if linked is not None:
+            return linked
         question = delivery.inbound
-        if question.direct:
-            linked = _LINK.fullmatch(question.text.strip())
-            if linked is not None:
-                reply = link_reply(client, question.workspace, question.user, linked.group(1))
-                return self._final(delivery, render_notice(reply))
-        act_as, footer = speaker(
-            client,
-            question.workspace,
-            question.user,
-            direct=question.direct,
-            unlinked=self.settings.unlinked,
-            footer=CHANNEL_FOOTER,
-            hint=LINK_HINT,
-            email=lambda: self._email(question.user),
-        )
+        act_as, footer = self.speaker(client, delivery, email=lambda: self._email(question.user))
         if act_as is None:
-            return self._final(delivery, render_notice(LINK_HINT))
-        self.store.set(delivery.id, act_as=act_as)
+            return self.notice(delivery, LINK_HINT)
         writer = _Writer(self, delivery)
         # A new thread starts slack.agent (if set); a follow-up continues the conversation,
         # and answers its agent's waiting `ask` when there is one.
@@ -233,26 +206,6 @@ class SlackAnswerer:
     def _final(self, delivery: Delivery, rendered: Rendered) -> str:
         return _Writer(self, delivery, stream=False).finish(rendered)
 
-    def final_failure(self, payload: dict[str, Any], reason: str) -> None:
-        """End the thread visibly, once: the final-failure hook of ``slack.answer``.
-
-        Posts a short error in the thread (editing the answer an attempt posted, if any),
-        removes the 👀 and marks the delivery ``failed``. Idempotent: a delivery already
-        ``posted`` or ``failed`` is left alone.
-
-        Raises:
-            ProviderError: the error could not be posted (the hook job retries it).
-
-        """
-        delivery = self._load(payload)
-        if delivery is None or delivery.state in ("posted", "failed"):
-            return
-        if delivery.reply_key is None:
-            delivery = self._adopt(delivery)
-        _Writer(self, delivery, stream=False).finish(render_notice(failure_notice(reason)))
-        self._react("reactions.remove", delivery)
-        self.store.finish(delivery.id, "failed")
-
     # --- slack.rate ---------------------------------------------------------------------------
 
     def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
@@ -262,7 +215,7 @@ class SlackAnswerer:
             InputError: the delivery, its answer or the rating is missing (nothing to retry).
 
         """
-        delivery = self._load(payload)
+        delivery = self.load(payload)
         rating = payload.get("rating")
         if delivery is None or delivery.answer_message_id is None or delivery.act_as is None:
             raise InputError("payload.delivery", "names no answered Slack delivery")
