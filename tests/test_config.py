@@ -300,3 +300,21 @@ def test_the_shared_messenger_settings_keep_each_sections_names_and_defaults(
     with pytest.raises(ConfigError, match=f"{section}.server_url"):
         load_settings()
 
+
+@pytest.mark.parametrize(
+    ("field", "value", "belongs"),
+    [("BOT_TOKEN", "xapp-1-A0-123-abc", "app_token"), ("APP_TOKEN", "xoxb-123-abc", "bot_token")],
+)
+def test_swapped_slack_tokens_are_refused_naming_the_field_and_the_swap(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, field: str, value: str, belongs: str
+) -> None:
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(f"SEARCH2O_SLACK__{field}", value)
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    message = str(raised.value)
+    assert message.startswith(f"setting slack.{field.lower()}: holds an {value[:5]} token")
+    assert f"belongs in slack.{belongs}: the two are swapped" in message
+    assert message.endswith(f"(environment SEARCH2O_SLACK__{field})")
+    assert value not in message  # the token itself never shows

@@ -816,6 +816,22 @@ class SlackSettings(MessengerSettings):
         base = _token_url(value)
         return None if base is None else base + "/"
 
+    @field_validator("bot_token", "app_token")
+    @classmethod
+    def _token_kind(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        # Slack's token prefixes (Slack API docs, "Token types"): a bot token is xoxb-, an
+        # app-level token xapp-. Swapped, every call fails with a vague not_allowed_token_type.
+        if value is None:
+            return value
+        wanted, other = ("xoxb-", "xapp-") if info.field_name == "bot_token" else ("xapp-", "xoxb-")
+        if value.get_secret_value().startswith(other):
+            theirs = "app_token" if info.field_name == "bot_token" else "bot_token"
+            raise ValueError(
+                f"holds an {other} token, which belongs in slack.{theirs}: the two are swapped "
+                f"(slack.{info.field_name} takes the {wanted} token)"
+            )
+        return value
+
     @property
     def configured(self) -> bool:
         """Whether the surface is on: a bot token and a signing secret are set."""
@@ -922,21 +938,28 @@ class TelegramSettings(MessengerSettings):
     the Bot API base (a test points it at a fake). An answer in a group is edited at most every
     ``update_every_s`` seconds (Telegram allows about one message a second per chat and 20 a
     minute per group; Bot API FAQ, "My bot is hitting limits"); a private chat's draft is
-    updated as often.
+    updated as often. ``group_budget`` messages and edits per ``group_window_s`` seconds and
+    per group bound all the answers in flight in one group together (intermediate edits beyond
+    it are skipped; the final text waits for room).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     bot_token: SecretStr | None = Field(default=None, description="the bot token from @BotFather")
-    secret_token: SecretStr | None = Field(
-        default=None, description="webhook secret (X-Telegram-Bot-Api-Secret-Token)"
-    )
     mode: Literal["webhook", "polling"] = Field(default="polling", description="webhook or polling")
+    # After bot_token and mode, and validated when unset too: its check reads them.
+    secret_token: SecretStr | None = Field(
+        default=None,
+        validate_default=True,
+        description="webhook secret (X-Telegram-Bot-Api-Secret-Token)",
+    )
     api_url: str = Field(default="https://api.telegram.org/", description="Bot API base URL")
     bot_username: str | None = Field(
         default=None, description="the bot's @username without @ (default: asked with getMe)"
     )
     update_every_s: float = _edit_pause(1.5)
+    group_budget: int = Field(default=20, ge=1, le=1000, description="messages+edits per group")
+    group_window_s: float = Field(default=60.0, gt=0, le=3600, description="per this window")
     stream: bool = Field(default=True, description="private chats: stream with sendMessageDraft")
     poll_timeout_s: int = Field(default=30, ge=0, le=50, description="getUpdates long-poll seconds")
     max_question_chars: int = Field(default=4096, ge=1, le=40_000)
@@ -950,9 +973,17 @@ class TelegramSettings(MessengerSettings):
 
     @field_validator("secret_token")
     @classmethod
-    def _secret(cls, value: SecretStr | None) -> SecretStr | None:
+    def _secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
         if value is not None and not _TELEGRAM_SECRET.fullmatch(value.get_secret_value()):
             raise ValueError("must be 1-256 characters A-Z, a-z, 0-9, _ or - (Bot API setWebhook)")
+        token = info.data.get("bot_token")
+        on = token is not None and bool(token.get_secret_value())
+        # Named on this field, so the error names SEARCH2O_TELEGRAM__SECRET_TOKEN.
+        if value is None and on and info.data.get("mode") == "webhook":
+            raise ValueError(
+                "telegram.mode webhook needs it: set it to a random 1-256 characters "
+                "A-Z, a-z, 0-9, _ or - and pass the same to setWebhook"
+            )
         return value
 
     @field_validator("bot_username")
@@ -961,15 +992,6 @@ class TelegramSettings(MessengerSettings):
         if value is not None and not _TELEGRAM_USERNAME.fullmatch(value.removeprefix("@")):
             raise ValueError("must be a Telegram username: 4-32 letters, digits or _")
         return value.removeprefix("@") if value is not None else None
-
-    @model_validator(mode="after")
-    def _webhook_needs_secret(self) -> TelegramSettings:
-        if self.configured and self.mode == "webhook" and self.secret_token is None:
-            raise ValueError(
-                "telegram.mode webhook needs telegram.secret_token "
-                "(set SEARCH2O_TELEGRAM__SECRET_TOKEN)"
-            )
-        return self
 
     @property
     def configured(self) -> bool:

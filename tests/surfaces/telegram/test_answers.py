@@ -93,6 +93,34 @@ def test_group_edits_keep_the_throttle_skip_unchanged_text_and_land_after_429s(
     assert first_ok >= limited  # nothing went out while the chat was told to wait
 
 
+def test_five_answers_at_once_in_one_group_stay_within_its_budget_and_all_land(
+    telegram_env: TelegramFactory,
+) -> None:
+    budget, window = 6, 1.0
+    words = " ".join(f"w{i}" for i in range(40))
+    env = telegram_env(
+        lambda m, t: pieces(words, pause=0.02),
+        group_budget=budget,
+        group_window_s=window,
+        update_every_s=0.0,
+    )
+    env.fake.fail("editMessageText", 429, retry_after=1, times=2)
+    for i in range(5):
+        update = mention_update(300 + i, f"question {i}", message_id=300 + i, user_id=600 + i)
+        assert env.webhook(update) == [200]
+    rows = env.settled(5, timeout_s=90)
+    assert {r.state for r in rows} == {"posted"}
+    answers = env.fake.in_chat(GROUP)
+    assert len(answers) == 5
+    assert {m["reply_parameters"]["message_id"] for m in answers} == set(range(300, 305))
+    assert all(m["text"].startswith(words) for m in answers)  # every final text landed
+    sends = [c for c in env.fake.calls if c.method in ("sendMessage", "editMessageText")]
+    assert len([c for c in sends if c.status == 429]) == 2
+    times = sorted(c.at for c in sends)
+    worst = max(sum(1 for t in times if start <= t < start + window) for start in times)
+    assert worst <= budget, f"{worst} sends to the group within {window} s"
+
+
 def test_message_is_not_modified_on_the_final_edit_counts_as_delivered(
     telegram_env: TelegramFactory,
 ) -> None:
