@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from search2o.config import Settings
 from search2o.jobs import ledger
@@ -28,6 +28,7 @@ from search2o.jobs.ledger import FINAL_FAILURE
 from search2o.logs import configure_logging
 from search2o.runtime import Runtime
 from search2o.storage.db import Database
+from search2o.storage.delivery_models import SurfaceDelivery
 from search2o.storage.job_models import Job
 from tests.jobs.conftest import wait_until
 
@@ -86,16 +87,28 @@ def kill_on_last_attempt(
     """SIGKILL a worker process on the last attempt of an answer, then sweep in ``runtime``.
 
     ``ask`` sends the question, ``partial`` tells when the answer's first words are shown;
-    then the attempt is made the last, the worker killed, and ``runtime``'s consumer started:
-    its sweeper finds the lease expired and gives the job up.
+    once their message's id is stored too (the kill falls after the write that lets any
+    attempt edit it), the attempt is made the last, the worker killed, and ``runtime``'s
+    consumer started: its sweeper finds the lease expired and gives the job up.
     """
     with surface_worker(runtime.settings, surface) as worker:
         ask()
         wait_until(partial, 30, "the partial answer")
+        wait_until(lambda: _reply_stored(runtime.database, surface), 30, "its stored id")
         make_last_attempt(runtime.database, f"{surface}.answer")
         worker.kill()  # nobody is left to say anything
         worker.wait(timeout=10)
     runtime.jobs.start_consumer(1)
+
+
+def _reply_stored(database: Database, surface: str) -> bool:
+    with database.session() as session:
+        keys = list(
+            session.scalars(
+                select(SurfaceDelivery.reply_key).where(SurfaceDelivery.surface == surface)
+            )
+        )
+    return bool(keys) and all(keys)
 
 
 def hook_ran_once(runtime: Runtime) -> None:
