@@ -9,7 +9,13 @@
    the server exposes it and marks it verified (``email_verified``) — else, and in any other
    channel, the shared-channel principal (documents open to everyone), said in a footer;
 4. the thread's conversation (:func:`search2o.surfaces.turns.chat_turn`; the thread is the
-   post's ``root_id``, or the post itself);
+   post's ``root_id``, or the post itself). A slash command's answer starts a thread of its
+   own: its first post is made before the turn and becomes the thread (the delivery's
+   ``thread_key``), so a reply in that thread continues the conversation.
+   ``/search2o agent NAME question`` runs the agent ``NAME`` there instead of a chat turn;
+   when the agent asks (``done`` with ``status: paused``), its question is posted without
+   rating buttons, and the next message in the thread answers it (the conversation's waiting
+   ``ask``), as in Slack and Telegram;
 5. the answer, in the thread: posted once, then patched (``PUT /posts/{id}/patch``) at most
    every ``mattermost.update_every_s``, an unchanged text never sent again; an intermediate
    patch while the rate limit holds is skipped, the final one waits for it and always lands.
@@ -53,6 +59,10 @@ __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "MattermostAnswerer"]
 CHANNEL_FOOTER = "Answered from documents open to everyone."
 LINK_HINT = "Link your account for answers with your own access: `/search2o link CODE`."
 _LINK = re.compile(r"/?link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.I)
+_AGENT = re.compile(r"agent\s+(\S{1,100})(?:\s+(.+))?", re.I | re.S)
+COMMAND_THREAD = "command:"
+"""The ``message_key`` prefix of a slash command's question (its ``thread_key`` too, until its
+answer's thread exists)."""
 log = logging.getLogger("search2o.mattermost")
 
 
@@ -108,18 +118,25 @@ class MattermostAnswerer(AnswerJob):
             return self.notice(delivery, LINK_HINT)
         me = client.acting_as(act_as)
         writer = _Writer(self, delivery)
-        where = (inbound.workspace, inbound.channel, inbound.thread_key)
+        text, agent, thread = inbound.text, None, inbound.thread_key
+        if inbound.message_key.startswith(COMMAND_THREAD):  # also once its thread exists
+            started = _AGENT.fullmatch(text.strip())
+            if started is not None:  # agent NAME [question]: the server checks the name
+                agent, text = started.group(1), started.group(2) or "start"
+            thread = writer.open_thread()
         done = chat_turn(
             me,
-            where,
-            inbound.text,
+            (inbound.workspace, inbound.channel, thread),
+            text,
             writer.add,
+            agent=agent,
             run_id=delivery.run_id,  # a retry follows the run it started, never asks again
             on_run=functools.partial(self.store.set_run, delivery.id),
         )
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
-        props = keyboard(self.key, self.actions_url, delivery.id) if done.message_id else None
+        rate = done.message_id and done.status != "paused"  # an agent's question is not rated
+        props = keyboard(self.key, self.actions_url, delivery.id) if rate else None
         return writer.finish(render_answer(done.text, done.citations, footer=footer), props)
 
     def _email(self, user: str) -> str | None:
@@ -156,8 +173,8 @@ class _Writer:
         self.owner = owner
         self.delivery = delivery
         inbound = delivery.inbound
-        # A slash command's answer starts a thread of its own.
-        self.root = "" if inbound.thread_key.startswith("command:") else inbound.thread_key
+        # A slash command's answer starts a thread of its own (see open_thread).
+        self.root = "" if inbound.thread_key.startswith(COMMAND_THREAD) else inbound.thread_key
         self.ids = [i for i in (delivery.reply_key or "").split(",") if i]
         self.stream = stream
         self.text = ""
@@ -176,6 +193,19 @@ class _Writer:
             )
         )
         self.owner.store.set(self.delivery.id, reply_key=",".join(self.ids))
+
+    def open_thread(self) -> str:
+        """Make the answer's first post now (unless an attempt did) and return it as the thread.
+
+        The delivery's ``thread_key`` becomes that post's id, so a reply in its thread is a
+        follow-up the surface answers (:meth:`DeliveryStore.knows_thread`) in the same
+        conversation; later posts of the answer go in that thread.
+        """
+        if not self.ids:
+            self._post("_Searching…_", None, max_waits=None)
+        self.root = self.ids[0]
+        self.owner.store.set(self.delivery.id, thread_key=self.root)
+        return self.root
 
     def add(self, piece: str) -> None:
         """Take a piece of the answer; show what is new at most every ``update_every_s``."""
