@@ -269,3 +269,52 @@ def test_the_server_url_is_what_people_open_and_what_a_process_connects_to(
     settings = Settings(host=host, port=8000)
     assert server_url(settings) == people
     assert server_url(settings, for_people=False) == process
+
+
+@pytest.mark.parametrize(
+    ("section", "edit_pause"), [("slack", 1.0), ("telegram", 1.5), ("mattermost", 1.0)]
+)
+def test_the_shared_messenger_settings_keep_each_sections_names_and_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, section: str, edit_pause: float
+) -> None:
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # no search2o.toml here
+    defaults = getattr(load_settings(), section)
+    assert (defaults.server_url, defaults.service_token, defaults.unlinked) == (
+        None,
+        None,
+        "channel",
+    )
+    assert defaults.update_every_s == edit_pause
+    prefix = f"SEARCH2O_{section.upper()}__"
+    monkeypatch.setenv(prefix + "SERVER_URL", "https://search.example.com/")
+    monkeypatch.setenv(prefix + "SERVICE_TOKEN", "s2o_surface_token")
+    monkeypatch.setenv(prefix + "UNLINKED", "link_only")
+    monkeypatch.setenv(prefix + "UPDATE_EVERY_S", "2.5")
+    loaded = getattr(load_settings(), section)
+    assert loaded.server_url == "https://search.example.com"
+    assert loaded.service_token is not None
+    assert loaded.service_token.get_secret_value() == "s2o_surface_token"
+    assert (loaded.unlinked, loaded.update_every_s) == ("link_only", 2.5)
+    monkeypatch.setenv(prefix + "SERVER_URL", "http://search.example.com")  # token in clear
+    with pytest.raises(ConfigError, match=f"{section}.server_url"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "belongs"),
+    [("BOT_TOKEN", "xapp-1-A0-123-abc", "app_token"), ("APP_TOKEN", "xoxb-123-abc", "bot_token")],
+)
+def test_swapped_slack_tokens_are_refused_naming_the_field_and_the_swap(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, field: str, value: str, belongs: str
+) -> None:
+    monkeypatch.setenv("SEARCH2O_DATA_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(f"SEARCH2O_SLACK__{field}", value)
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    message = str(raised.value)
+    assert message.startswith(f"setting slack.{field.lower()}: holds an {value[:5]} token")
+    assert f"belongs in slack.{belongs}: the two are swapped" in message
+    assert message.endswith(f"(environment SEARCH2O_SLACK__{field})")
+    assert value not in message  # the token itself never shows

@@ -741,7 +741,50 @@ def _token_url(value: str | None) -> str | None:
     return value.strip().rstrip("/")
 
 
-class SlackSettings(BaseModel):
+def _edit_pause(default: float, what: str = "edits") -> Any:
+    """Return the ``update_every_s`` field of a messenger section: its own default, 0-60 s."""
+    return Field(
+        default=default,
+        ge=0,
+        le=60,
+        description=f"shortest pause between two {what} of one answer",
+    )
+
+
+class MessengerSettings(BaseModel):
+    """What every messenger section has (Slack, Telegram, Mattermost), declared once.
+
+    Answers are jobs that call this server's API at ``server_url`` (default: this machine's
+    own server, :func:`search2o.surfaces.connect.server_url`) with the surface token
+    ``service_token`` (``search2o surfaces token <surface>``), never the engines; an answer is
+    edited at most every ``update_every_s`` seconds (each section has its own default,
+    redeclared with :func:`_edit_pause`); ``unlinked`` says what an unlinked user gets: the
+    shared-channel scope and a one-line hint how to link (``channel``), or only the hint
+    (``link_only``). The environment names stay each section's:
+    ``SEARCH2O_<SECTION>__SERVER_URL`` and so on.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    server_url: str | None = Field(
+        default=None, description="this server's API as answers reach it (default http://host:port)"
+    )
+    service_token: SecretStr | None = Field(
+        default=None, description="surface token from `search2o surfaces token <surface>`"
+    )
+    update_every_s: float = _edit_pause(1.0)
+    unlinked: Literal["channel", "link_only"] = Field(
+        default="channel", description="unlinked users: shared scope + hint, or only a hint"
+    )
+
+    @field_validator("server_url")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        # The service token travels to server_url.
+        return _token_url(value)
+
+
+class SlackSettings(MessengerSettings):
     """The Slack surface (:mod:`search2o.surfaces.slack`, docs/slack.md).
 
     Slack is on when ``bot_token`` and ``signing_secret`` are set (:attr:`configured`). In
@@ -763,33 +806,37 @@ class SlackSettings(BaseModel):
     app_token: SecretStr | None = Field(default=None, description="xapp- token (Socket Mode)")
     mode: Literal["socket", "http"] = Field(default="socket", description="socket or http")
     api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL")
-    server_url: str | None = Field(
-        default=None, description="this server's API as answers reach it (default http://host:port)"
-    )
-    service_token: SecretStr | None = Field(
-        default=None, description="surface token from `search2o surfaces token slack`"
-    )
     update_budget: int = Field(default=40, ge=1, le=1000, description="chat.update calls")
     update_window_s: float = Field(default=60.0, gt=0, le=3600, description="per this window")
-    update_every_s: float = Field(
-        default=1.0, ge=0, le=60, description="shortest pause between two edits of one answer"
-    )
     stream: bool = Field(default=True, description="native streaming (chat.startStream)")
     allow_bots: bool = Field(default=False, description="answer other bots' messages")
     agent: str | None = Field(
         default=None, min_length=1, max_length=100, description="the agent new threads start"
     )
-    unlinked: Literal["channel", "link_only"] = Field(
-        default="channel", description="unlinked users: channel scope + hint, or only a hint"
-    )
     max_question_chars: int = Field(default=8000, ge=1, le=40_000)
 
-    @field_validator("api_url", "server_url")
+    @field_validator("api_url")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         # The bot token travels to api_url.
         base = _token_url(value)
         return None if base is None else base + "/"
+
+    @field_validator("bot_token", "app_token")
+    @classmethod
+    def _token_kind(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        # Slack's token prefixes (Slack API docs, "Token types"): a bot token is xoxb-, an
+        # app-level token xapp-. Swapped, every call fails with a vague not_allowed_token_type.
+        if value is None:
+            return value
+        wanted, other = ("xoxb-", "xapp-") if info.field_name == "bot_token" else ("xapp-", "xoxb-")
+        if value.get_secret_value().startswith(other):
+            theirs = "app_token" if info.field_name == "bot_token" else "bot_token"
+            raise ValueError(
+                f"holds an {other} token, which belongs in slack.{theirs}: the two are swapped "
+                f"(slack.{info.field_name} takes the {wanted} token)"
+            )
+        return value
 
     @property
     def configured(self) -> bool:
@@ -884,7 +931,7 @@ class OidcSettings(BaseModel):
 
 
 
-class TelegramSettings(BaseModel):
+class TelegramSettings(MessengerSettings):
     """The Telegram surface (:mod:`search2o.surfaces.telegram`, docs/telegram.md).
 
     Telegram is on when ``bot_token`` is set (:attr:`configured`). In ``webhook`` mode Telegram
@@ -897,37 +944,33 @@ class TelegramSettings(BaseModel):
     the Bot API base (a test points it at a fake). An answer in a group is edited at most every
     ``update_every_s`` seconds (Telegram allows about one message a second per chat and 20 a
     minute per group; Bot API FAQ, "My bot is hitting limits"); a private chat's draft is
-    updated as often.
+    updated as often. ``group_budget`` messages and edits per ``group_window_s`` seconds and
+    per group bound all the answers in flight in one group together (intermediate edits beyond
+    it are skipped; the final text waits for room).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     bot_token: SecretStr | None = Field(default=None, description="the bot token from @BotFather")
-    secret_token: SecretStr | None = Field(
-        default=None, description="webhook secret (X-Telegram-Bot-Api-Secret-Token)"
-    )
     mode: Literal["webhook", "polling"] = Field(default="polling", description="webhook or polling")
+    # After bot_token and mode, and validated when unset too: its check reads them.
+    secret_token: SecretStr | None = Field(
+        default=None,
+        validate_default=True,
+        description="webhook secret (X-Telegram-Bot-Api-Secret-Token)",
+    )
     api_url: str = Field(default="https://api.telegram.org/", description="Bot API base URL")
-    server_url: str | None = Field(
-        default=None, description="this server's API as answers reach it (default http://host:port)"
-    )
-    service_token: SecretStr | None = Field(
-        default=None, description="surface token from `search2o surfaces token telegram`"
-    )
     bot_username: str | None = Field(
         default=None, description="the bot's @username without @ (default: asked with getMe)"
     )
-    update_every_s: float = Field(
-        default=1.5, ge=0, le=60, description="shortest pause between two edits of one answer"
-    )
+    update_every_s: float = _edit_pause(1.5)
+    group_budget: int = Field(default=20, ge=1, le=1000, description="messages+edits per group")
+    group_window_s: float = Field(default=60.0, gt=0, le=3600, description="per this window")
     stream: bool = Field(default=True, description="private chats: stream with sendMessageDraft")
-    unlinked: Literal["channel", "link_only"] = Field(
-        default="channel", description="unlinked users: shared scope + hint, or only a hint"
-    )
     poll_timeout_s: int = Field(default=30, ge=0, le=50, description="getUpdates long-poll seconds")
     max_question_chars: int = Field(default=4096, ge=1, le=40_000)
 
-    @field_validator("api_url", "server_url")
+    @field_validator("api_url")
     @classmethod
     def _api_url(cls, value: str | None) -> str | None:
         # The bot token travels to api_url (in the path).
@@ -936,9 +979,17 @@ class TelegramSettings(BaseModel):
 
     @field_validator("secret_token")
     @classmethod
-    def _secret(cls, value: SecretStr | None) -> SecretStr | None:
+    def _secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
         if value is not None and not _TELEGRAM_SECRET.fullmatch(value.get_secret_value()):
             raise ValueError("must be 1-256 characters A-Z, a-z, 0-9, _ or - (Bot API setWebhook)")
+        token = info.data.get("bot_token")
+        on = token is not None and bool(token.get_secret_value())
+        # Named on this field, so the error names SEARCH2O_TELEGRAM__SECRET_TOKEN.
+        if value is None and on and info.data.get("mode") == "webhook":
+            raise ValueError(
+                "telegram.mode webhook needs it: set it to a random 1-256 characters "
+                "A-Z, a-z, 0-9, _ or - and pass the same to setWebhook"
+            )
         return value
 
     @field_validator("bot_username")
@@ -948,22 +999,13 @@ class TelegramSettings(BaseModel):
             raise ValueError("must be a Telegram username: 4-32 letters, digits or _")
         return value.removeprefix("@") if value is not None else None
 
-    @model_validator(mode="after")
-    def _webhook_needs_secret(self) -> TelegramSettings:
-        if self.configured and self.mode == "webhook" and self.secret_token is None:
-            raise ValueError(
-                "telegram.mode webhook needs telegram.secret_token "
-                "(set SEARCH2O_TELEGRAM__SECRET_TOKEN)"
-            )
-        return self
-
     @property
     def configured(self) -> bool:
         """Whether the surface is on: a bot token is set."""
         return bool(self.bot_token and self.bot_token.get_secret_value())
 
 
-class MattermostSettings(BaseModel):
+class MattermostSettings(MessengerSettings):
     """The Mattermost surface (:mod:`search2o.surfaces.mattermost`, docs/mattermost.md).
 
     Mattermost is on when ``url`` and ``bot_token`` are set (:attr:`configured`). ``search2o
@@ -989,18 +1031,7 @@ class MattermostSettings(BaseModel):
     public_url: str | None = Field(
         default=None, description="this server as Mattermost reaches it (button callbacks)"
     )
-    server_url: str | None = Field(
-        default=None, description="this server's API as answers reach it (default http://host:port)"
-    )
-    service_token: SecretStr | None = Field(
-        default=None, description="surface token from `search2o surfaces token mattermost`"
-    )
-    update_every_s: float = Field(
-        default=1.0, ge=0, le=60, description="shortest pause between two patches of one answer"
-    )
-    unlinked: Literal["channel", "link_only"] = Field(
-        default="channel", description="unlinked users: shared scope + hint, or only a hint"
-    )
+    update_every_s: float = _edit_pause(1.0, "patches")
     watchdog_s: float = Field(
         default=30.0, gt=0, le=600, description="reconnect when a ping gets no answer this long"
     )
@@ -1009,7 +1040,7 @@ class MattermostSettings(BaseModel):
     )
     max_question_chars: int = Field(default=16_383, ge=1, le=40_000)
 
-    @field_validator("url", "public_url", "server_url")
+    @field_validator("url", "public_url")
     @classmethod
     def _mm_url(cls, value: str | None) -> str | None:
         # The bot token travels to url.

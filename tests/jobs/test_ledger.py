@@ -102,8 +102,8 @@ def test_the_sweeper_requeues_expired_leases_and_fails_the_last_attempt(
     assert ledger.expired_leases(database, now, 10) == []
     later = now + timedelta(seconds=2)
     assert sorted(ledger.expired_leases(database, later, 10)) == sorted([retried, last])
-    assert ledger.requeue_expired(database, retried, later) == "queued"
-    assert ledger.requeue_expired(database, last, later) == "failed"
+    assert ledger.requeue_expired(database, retried, later) == ("queued", None)
+    assert ledger.requeue_expired(database, last, later) == ("failed", None)
     assert ledger.requeue_expired(database, retried, later) is None  # a second sweeper
     failed = ledger.get(database, last)
     assert failed is not None and failed.state == "failed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from search2o import accounts
 from search2o.accounts import SurfaceCaller
 from search2o.errors import InputError
 from search2o.surfaces import identity
+from tests.conftest import free_port
 from tests.test_cli import Cli, error_line, out
 
 pytestmark = pytest.mark.slow
@@ -91,3 +93,36 @@ def test_a_surface_token_is_listed_as_the_surfaces_and_revoked_like_any(cli: Cli
     assert revoked == f"revoked {token[:12]} of the slack surface"
     assert error_line(cli("surfaces", "token", "Slack"), 2).startswith("error: surface: ")
     assert len(json.loads(cli.ok("tokens", "list", "--json").stdout)) == 1
+
+
+@pytest.mark.parametrize(
+    ("surface", "env", "line"),
+    [
+        (
+            "slack",
+            {"BOT_TOKEN": "xoxb-test", "SIGNING_SECRET": "s", "MODE": "http", "API_URL": "{url}"},
+            "cannot reach {url}/: connection refused",
+        ),
+        (
+            "telegram",
+            {"BOT_TOKEN": "7000001:secret", "MODE": "polling", "API_URL": "{url}"},
+            "telegram: cannot reach {url}/: connection refused",
+        ),
+        (
+            "mattermost",
+            {"BOT_TOKEN": "secret-token", "URL": "{url}"},
+            "mattermost: cannot reach {url}: connection refused",
+        ),
+    ],
+)
+def test_check_says_in_one_line_when_the_messenger_cannot_be_reached(
+    tmp_path: Path, surface: str, env: dict[str, str], line: str
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    cli = Cli(tmp_path / "data", f"sqlite:///{tmp_path / 'db.sqlite'}")
+    prefix = f"SEARCH2O_{surface.upper()}__"
+    cli.env.update({prefix + k: v.format(url=url) for k, v in env.items()})
+    result = cli(surface, "check")
+    assert result.exit_code == 1
+    assert out(result).splitlines()[0] == line.format(url=url)
+    assert "secret" not in out(result)  # the token never shows

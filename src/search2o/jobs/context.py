@@ -80,6 +80,11 @@ class JobContext:
         self._pending: dict[str, Any] | None = None
 
     @property
+    def database(self) -> Database:
+        """The ledger's database (the job runner's own kinds read the ledger with it)."""
+        return self._database
+
+    @property
     def lease_lost(self) -> bool:
         """``True`` once the lease was found taken over (the attempt's outcome is dropped)."""
         return self._lost.is_set()

@@ -11,7 +11,9 @@ message "deliver job <id>":
    ``lease_s / 3``;
 3. record ``done`` with the JSON result, or a retry at ``now + backoff``, or ``failed`` with
    the error: our errors' messages, never a third-party message (it may hold a URL with
-   credentials or a document's text; it goes to the worker log).
+   credentials or a document's text; it goes to the worker log). A final failure of a kind
+   with a final-failure hook inserts its ``jobs.final_failure`` job in the same transaction
+   and sends it (:mod:`search2o.jobs.registry`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from search2o.jobs.context import JobContext, JobInterrupted, JobLeaseLost
 from search2o.jobs.registry import JobRegistry
 from search2o.jobs.values import check_json
 from search2o.storage.db import Database
-from search2o.storage.models import utcnow
+from search2o.storage.models import new_id, utcnow
 from search2o.textrules import strip_nul
 
 __all__ = ["Deliveries", "Send", "describe_error", "new_worker_id"]
@@ -194,11 +196,16 @@ class Deliveries:
                 ctx.attempt, self.settings.backoff_base_s, self.settings.backoff_max_s
             )
             retry_at = now + timedelta(seconds=delay)
-        if ctx.lease_lost or not ledger.fail(self.database, ctx.lease, error, retry_at, now):
+        hook = new_id() if final and ctx.kind in self.registry.hooked() else None
+        if ctx.lease_lost or not ledger.fail(
+            self.database, ctx.lease, error, retry_at, now, hook_job=hook
+        ):
             log.warning("job failed after its lease was lost", extra=_fields(ctx))
             return
         if retry_at is not None:
             self._send(ctx.job_id, retry_at)
+        elif hook is not None:
+            self._send(hook, None)
         log.log(
             logging.ERROR if final else logging.WARNING,
             "job failed" if final else "job attempt failed; retrying",

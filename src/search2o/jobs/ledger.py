@@ -18,6 +18,11 @@ run-once-at-a-time:
 * **sweep**: expired leases → ``queued`` again (or ``failed`` after the last attempt); due
   jobs nobody claimed for a while → their message is sent again; finished jobs past their
   retention → deleted.
+* **final-failure hook**: the transition that fails a job for good (its last attempt raised,
+  or its lease expired on it) inserts, *in the same transaction*, a ``jobs.final_failure``
+  job naming it (dedupe key ``jobs.final_failure:<job id>``) when the job's kind has a hook
+  (:mod:`search2o.jobs.registry`). The transition happens once, so the hook job exists once;
+  a crash after the commit cannot lose it (the sweeper resends its message).
 
 Times are the caller's UTC clock (``now``): hosts must agree within a small part of
 ``jobs.lease_s`` (NTP).
@@ -26,12 +31,13 @@ Times are the caller's UTC clock (``now``): hosts must agree within a small part
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy.orm import Session
 
 from search2o.jobs.info import JobInfo
 from search2o.storage import dialect
@@ -39,6 +45,8 @@ from search2o.storage.db import Database
 from search2o.storage.job_models import Job
 
 __all__ = [
+    "FINAL_FAILURE",
+    "HOOK_ATTEMPTS",
     "Claim",
     "Lease",
     "backoff_delay",
@@ -58,6 +66,12 @@ __all__ = [
     "requeue_expired",
     "touch_lost",
 ]
+
+
+FINAL_FAILURE = "jobs.final_failure"
+"""The kind of the job that runs a failed job's final-failure hook (payload ``{"job": id}``)."""
+HOOK_ATTEMPTS = 3
+"""Attempts of a final-failure hook job: a hook that keeps failing is logged and given up."""
 
 
 @dataclass(frozen=True)
@@ -260,9 +274,19 @@ def finish(database: Database, lease: Lease, result: Any, now: datetime) -> bool
 
 
 def fail(
-    database: Database, lease: Lease, error: str, retry_at: datetime | None, now: datetime
+    database: Database,
+    lease: Lease,
+    error: str,
+    retry_at: datetime | None,
+    now: datetime,
+    *,
+    hook_job: str | None = None,
 ) -> bool:
     """Record a failed attempt: ``queued`` again at ``retry_at``, or ``failed`` when ``None``.
+
+    Args:
+        hook_job: with ``retry_at`` ``None``, the id of the ``jobs.final_failure`` job to
+            insert in the same transaction (the kind has a final-failure hook).
 
     Returns:
         ``False`` when the lease was lost (nothing was changed).
@@ -279,15 +303,44 @@ def fail(
             lease_expires_at=None,
             updated_at=now,
         )
-    return _apply(
-        database,
-        lease,
-        state="failed",
-        error=error,
-        lease_owner=None,
-        lease_expires_at=None,
-        finished_at=now,
-        updated_at=now,
+    statement = (
+        update(Job)
+        .where(_held(lease))
+        .values(
+            state="failed",
+            error=error,
+            lease_owner=None,
+            lease_expires_at=None,
+            finished_at=now,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    with database.session() as session:
+        failed = (getattr(session.execute(statement), "rowcount", 0) or 0) == 1
+        if failed and hook_job is not None:
+            _insert_hook(session, hook_job, lease.job_id, now)
+        return failed
+
+
+def _insert_hook(session: Session, hook_job: str, failed_job: str, now: datetime) -> None:
+    """Insert the ``jobs.final_failure`` job of ``failed_job`` (once: its dedupe key)."""
+    session.execute(
+        dialect.insert(session, Job)
+        .values(
+            id=hook_job,
+            kind=FINAL_FAILURE,
+            dedupe_key=f"{FINAL_FAILURE}:{failed_job}",
+            state="queued",
+            attempts=0,
+            max_attempts=HOOK_ATTEMPTS,
+            run_after=now,
+            payload={"job": failed_job},
+            owner_id=None,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["dedupe_key"])
     )
 
 
@@ -318,14 +371,23 @@ def expired_leases(database: Database, now: datetime, limit: int) -> list[str]:
         )
 
 
-def requeue_expired(database: Database, job_id: str, now: datetime) -> str | None:
+def requeue_expired(
+    database: Database,
+    job_id: str,
+    now: datetime,
+    *,
+    hooked: Container[str] = frozenset(),
+    hook_job: str | None = None,
+) -> tuple[str, str | None] | None:
     """Take back a job whose worker stopped renewing its lease.
 
     With attempts left it becomes ``queued`` (due now); after its last attempt it ends
-    ``failed`` saying the worker stopped.
+    ``failed`` saying the worker stopped, and when its kind is in ``hooked`` the
+    ``jobs.final_failure`` job ``hook_job`` is inserted in the same transaction.
 
     Returns:
-        The new state, or ``None`` when the job was no longer running on an expired lease.
+        ``(new state, id of the hook job inserted or None)``, or ``None`` when the job was no
+        longer running on an expired lease (another sweeper took it first).
 
     """
     stale = and_(Job.id == job_id, Job.state == "running", Job.lease_expires_at < now)
@@ -343,7 +405,7 @@ def requeue_expired(database: Database, job_id: str, now: datetime) -> str | Non
             .execution_options(synchronize_session=False)
         )
         if (getattr(requeued, "rowcount", 0) or 0) == 1:
-            return "queued"
+            return "queued", None
         failed = session.execute(
             update(Job)
             .where(stale, Job.attempts >= Job.max_attempts)
@@ -355,9 +417,15 @@ def requeue_expired(database: Database, job_id: str, now: datetime) -> str | Non
                 finished_at=now,
                 updated_at=now,
             )
+            .returning(Job.kind)
             .execution_options(synchronize_session=False)
-        )
-        return "failed" if (getattr(failed, "rowcount", 0) or 0) == 1 else None
+        ).first()
+        if failed is None:
+            return None
+        if hook_job is not None and failed[0] in hooked:
+            _insert_hook(session, hook_job, job_id, now)
+            return "failed", hook_job
+        return "failed", None
 
 
 def lost_messages(database: Database, now: datetime, lost_after_s: float, limit: int) -> list[str]:

@@ -242,8 +242,9 @@ class JobQueue:
         """Repair what the transport lost, once; safe to run anywhere, any number at a time.
 
         Requeues running jobs whose lease expired (their worker died; ``failed`` after the
-        last attempt), resends due queued jobs that nobody claimed for ``jobs.lost_after_s``
-        (a lost message), and deletes jobs finished more than ``jobs.keep_finished_days`` ago.
+        last attempt, with the kind's final-failure hook job inserted and sent), resends due
+        queued jobs that nobody claimed for ``jobs.lost_after_s`` (a lost message), and
+        deletes jobs finished more than ``jobs.keep_finished_days`` ago.
         Every change is a conditional update, so concurrent sweepers do each repair once.
 
         Raises:
@@ -252,13 +253,21 @@ class JobQueue:
         """
         instant = now or utcnow()
         requeued = failed = resent = 0
+        hooked = self.registry.hooked()
         for job_id in ledger.expired_leases(self.database, instant, _SWEEP_BATCH):
-            outcome = ledger.requeue_expired(self.database, job_id, instant)
-            if outcome == "queued":
+            outcome = ledger.requeue_expired(
+                self.database, job_id, instant, hooked=hooked, hook_job=new_id()
+            )
+            if outcome is None:
+                continue
+            state, hook = outcome
+            if state == "queued":
                 requeued += 1
                 self._send(job_id)
-            elif outcome == "failed":
+            else:
                 failed += 1
+                if hook is not None:  # its final-failure hook runs as a job of its own
+                    self._send(hook)
         lost_after = self.settings.lost_after_s
         for job_id in ledger.lost_messages(self.database, instant, lost_after, _SWEEP_BATCH):
             if ledger.touch_lost(self.database, job_id, instant, lost_after):

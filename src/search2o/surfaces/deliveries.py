@@ -20,9 +20,19 @@ from search2o.crypto.keys import KeyProvider, WrappedKey
 from search2o.storage.db import Database
 from search2o.storage.delivery_models import SurfaceCursor, SurfaceDelivery
 
-__all__ = ["Delivery", "DeliveryStore", "Inbound"]
+__all__ = ["Delivery", "DeliveryStore", "Inbound", "failure_notice"]
 
 _KIND = "surface.question"
+
+
+def failure_notice(reason: str) -> str:
+    """Return the short error a messenger shows when a question was given up for good.
+
+    ``reason`` is the error the job ledger stored (:func:`search2o.jobs.delivery.describe_error`:
+    our error's message, or a third-party error's class only, never its text), at most 200
+    characters of it.
+    """
+    return f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
 
 
 @dataclass(frozen=True)

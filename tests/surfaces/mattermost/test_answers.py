@@ -15,9 +15,11 @@ import pytest
 
 from search2o import accounts
 from search2o.surfaces.mattermost.render import MAX_CHARS
+from tests.api.test_api import add_user
 from tests.query.doubles import SALARIES, answering, ingest, last_user, passages, pieces, searching
 from tests.surfaces.mattermost.conftest import MattermostFactory, listening
-from tests.surfaces.mattermost.fake_mattermost import ANN_ID, BOT_ID, DM_ID, TOWN_ID
+from tests.surfaces.mattermost.fake_mattermost import ANN_ID, BOT_ID, DM_ID, TOWN_ID, send_command
+from tests.surfaces.surface_worker import hook_ran_once, kill_on_last_attempt
 
 SALARY_Q = "What is the salary band for level 3 engineers?"
 
@@ -124,3 +126,50 @@ def test_a_final_failure_shows_a_short_error_in_the_thread(
     (notice,) = env.fake.bot_posts(DM_ID)
     assert notice["message"].startswith("Sorry, I could not answer this")
     assert notice["root_id"] == question["id"]
+
+
+def test_a_worker_killed_on_the_last_attempt_ends_the_thread_with_one_visible_error(
+    mattermost_env: MattermostFactory,
+) -> None:
+    env = mattermost_env(
+        lambda m, t: [*pieces("Twenty-five", pause=0.05), 3.0, *pieces(" days.")],
+        jobs_in_server=False,
+    )
+    asked: list[dict[str, Any]] = []
+    with listening(env):
+        kill_on_last_attempt(
+            env.runtime,
+            "mattermost",
+            lambda: asked.append(env.fake.user_post("How many vacation days?")),
+            lambda: any("Twenty" in p["message"] for p in env.fake.bot_posts(DM_ID)),
+        )
+        (row,) = env.settled(1, timeout_s=40)
+    assert row.state == "failed"
+    hook_ran_once(env.runtime)
+    (notice,) = env.fake.bot_posts(DM_ID)  # the partial answer, patched into the error
+    assert notice["id"] == row.reply_key and notice["root_id"] == asked[0]["id"]
+    assert notice["message"].startswith("Sorry, I could not answer this")
+
+
+def test_an_agent_started_by_the_command_asks_and_the_next_message_in_its_thread_answers(
+    mattermost_env: MattermostFactory,
+) -> None:
+    env = mattermost_env()
+    admin = add_user(env.runtime, "admin@example.com", admin=True)
+    main = {"ask": {"question": "Which office?"}, "end": {"output": "{ 'Booked: ' + result }"}}
+    doc = {"name": "asker", "description": "books a desk", "functions": {"main": main}}
+    assert env.http.put("/v1/agents/asker", json=doc, headers=admin).status_code == 201
+    with listening(env):
+        started = send_command(f"{env.base}/mattermost/command", "agent asker Book me a desk")
+        assert started.status_code == 200
+        env.settled(1)
+        (asked,) = env.fake.bot_posts(TOWN_ID)
+        assert asked["message"].startswith("Which office?") and asked["root_id"] == ""
+        assert "attachments" not in asked["props"]  # a question is not rated
+        # the answer to it: a plain reply in the agent's thread, no mention, no command
+        env.fake.user_post("Berlin", channel=TOWN_ID, root_id=asked["id"])
+        env.settled(2)
+    first, second = env.fake.bot_posts(TOWN_ID)
+    assert first["id"] == asked["id"]
+    assert second["message"].startswith("Booked: Berlin") and second["root_id"] == asked["id"]
+    assert "attachments" in second["props"]  # the agent's answer is rated

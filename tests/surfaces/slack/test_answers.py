@@ -12,9 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -41,6 +40,7 @@ from tests.query.doubles import (
 )
 from tests.surfaces.slack.conftest import SlackEnv, SlackFactory
 from tests.surfaces.slack.fake_slack import BOT_USER, message_event
+from tests.surfaces.surface_worker import hook_ran_once, kill_on_last_attempt, surface_worker
 
 SALARY_Q = "What is the salary band for level 3 engineers?"
 
@@ -341,32 +341,9 @@ def test_a_worker_killed_right_after_posting_leaves_one_answer_found_by_its_meta
     assert asked_once(env) == (["assistant", "user"], 1)
 
 
-@contextlib.contextmanager
-def answer_worker(env: SlackEnv) -> Iterator[subprocess.Popen[str]]:
-    """A real worker process running the Slack jobs (``answer_worker``), ready to be killed."""
-    settings = env.runtime.settings
-    assert settings.slack.service_token is not None
-    config = {
-        "data_dir": str(settings.data_dir),
-        "database_url": settings.resolved_database_url,
-        "api_url": settings.slack.api_url,
-        "token": settings.slack.service_token.get_secret_value(),
-        "port": settings.port,
-    }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "tests.surfaces.slack.answer_worker", json.dumps(config)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert worker.stdout is not None and worker.stdout.readline().startswith("ready")
-        yield worker
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait(timeout=10)
-        if worker.stdout is not None:
-            worker.stdout.close()
+def answer_worker(env: SlackEnv) -> contextlib.AbstractContextManager[subprocess.Popen[str]]:
+    """A real worker process running the Slack jobs, ready to be killed."""
+    return surface_worker(env.runtime.settings, "slack")
 
 
 def asked_once(env: SlackEnv) -> tuple[list[str], int]:
@@ -420,3 +397,30 @@ def test_a_final_message_refused_as_too_long_lands_cut(slack_env: SlackFactory) 
     assert reply["blocks"][0]["text"]["text"].endswith("_(answer cut)_")
     refused = [c for c in env.fake.calls if c.answer.get("error") == "msg_too_long"]
     assert len(refused) == 1
+
+
+def test_a_worker_killed_on_the_last_attempt_ends_the_thread_with_one_visible_error(
+    slack_env: SlackFactory,
+) -> None:
+    def hangs(messages: list[ChatMessage], tools: list[ToolSpec]) -> Iterable[Step]:
+        return [*pieces("Twenty-five", pause=0.05), 3.0, *pieces(" days.")]
+
+    env = slack_env(hangs, jobs_in_server=False)
+    ts = "1700001201.000100"
+    kill_on_last_attempt(
+        env.runtime,
+        "slack",
+        lambda: env.event(mention("How many vacation days?", ts), "EvLast"),
+        lambda: any("Twenty" in c.params.get("text", "") for c in env.fake.of("chat.update")),
+    )
+    (row,) = env.settled(1, timeout_s=40)
+    assert row.state == "failed"
+    hook_ran_once(env.runtime)
+    (reply,) = env.fake.replies("C1", ts)  # the partial answer, edited into the error
+    assert reply["ts"] == row.reply_key
+    assert reply["text"].startswith("Sorry, I could not answer this")
+    assert "lease expired" in reply["text"]
+    assert len(env.fake.of("chat.postMessage")) == 1
+    assert len([c for c in env.fake.of("chat.update") if "Sorry" in c.params["text"]]) == 1
+    # the 👀 the dead attempt added is cleared
+    assert len(env.fake.of("reactions.add")) == len(env.fake.of("reactions.remove")) == 1

@@ -68,6 +68,9 @@ def test_the_manifest_holds_exactly_the_needed_scopes_and_urls() -> None:
     assert result.exit_code == 0, result.output
     manifest = json.loads(result.output)
     assert manifest["oauth_config"]["scopes"]["bot"] == sorted(BOT_SCOPES)
+    # group DMs: their messages and their threads' history (no mpim:read: nothing is listed)
+    assert "mpim:history" in BOT_SCOPES and "mpim:read" not in BOT_SCOPES
+    assert "message.mpim" in manifest["settings"]["event_subscriptions"]["bot_events"]
     events = manifest["settings"]["event_subscriptions"]
     assert events["request_url"] == "https://search.example.com/slack/events"
     assert manifest["settings"]["interactivity"]["request_url"].endswith("/slack/interactions")

@@ -29,6 +29,7 @@ from tests.query.doubles import (
     pieces,
     searching,
 )
+from tests.surfaces.surface_worker import hook_ran_once, kill_on_last_attempt
 from tests.surfaces.telegram.conftest import TelegramEnv, TelegramFactory
 from tests.surfaces.telegram.fake_telegram import (
     NOT_MODIFIED,
@@ -90,6 +91,34 @@ def test_group_edits_keep_the_throttle_skip_unchanged_text_and_land_after_429s(
     first_ok = min(c.at for c in sent)
     limited = max(c.at for c in edits if c.status == 429)
     assert first_ok >= limited  # nothing went out while the chat was told to wait
+
+
+def test_five_answers_at_once_in_one_group_stay_within_its_budget_and_all_land(
+    telegram_env: TelegramFactory,
+) -> None:
+    budget, window = 6, 1.0
+    words = " ".join(f"w{i}" for i in range(40))
+    env = telegram_env(
+        lambda m, t: pieces(words, pause=0.02),
+        group_budget=budget,
+        group_window_s=window,
+        update_every_s=0.0,
+    )
+    env.fake.fail("editMessageText", 429, retry_after=1, times=2)
+    for i in range(5):
+        update = mention_update(300 + i, f"question {i}", message_id=300 + i, user_id=600 + i)
+        assert env.webhook(update) == [200]
+    rows = env.settled(5, timeout_s=90)
+    assert {r.state for r in rows} == {"posted"}
+    answers = env.fake.in_chat(GROUP)
+    assert len(answers) == 5
+    assert {m["reply_parameters"]["message_id"] for m in answers} == set(range(300, 305))
+    assert all(m["text"].startswith(words) for m in answers)  # every final text landed
+    sends = [c for c in env.fake.calls if c.method in ("sendMessage", "editMessageText")]
+    assert len([c for c in sends if c.status == 429]) == 2
+    times = sorted(c.at for c in sends)
+    worst = max(sum(1 for t in times if start <= t < start + window) for start in times)
+    assert worst <= budget, f"{worst} sends to the group within {window} s"
 
 
 def test_message_is_not_modified_on_the_final_edit_counts_as_delivered(
@@ -281,3 +310,25 @@ def test_a_final_failure_shows_a_short_error_in_the_chat(telegram_env: TelegramF
     (notice,) = env.fake.in_chat(GROUP)
     assert notice["text"].startswith("Sorry, I could not answer this")
     assert notice["reply_parameters"]["message_id"] == 90
+
+
+def test_a_worker_killed_on_the_last_attempt_ends_the_chat_with_one_visible_error(
+    telegram_env: TelegramFactory,
+) -> None:
+    env = telegram_env(
+        lambda m, t: [*pieces("Twenty-five", pause=0.05), 3.0, *pieces(" days.")],
+        jobs_in_server=False,
+    )
+    kill_on_last_attempt(
+        env.runtime,
+        "telegram",
+        lambda: env.webhook(mention_update(95, "How many vacation days?", message_id=95)),
+        lambda: any("Twenty" in m["text"] for m in env.fake.in_chat(GROUP)),
+    )
+    (row,) = env.settled(1, timeout_s=40)
+    assert row.state == "failed"
+    hook_ran_once(env.runtime)
+    (notice,) = env.fake.in_chat(GROUP)  # the partial answer, edited into the error
+    assert str(notice["message_id"]) == row.reply_key
+    assert notice["text"].startswith("Sorry, I could not answer this")
+    assert len(env.fake.of("sendMessage")) == 1

@@ -26,7 +26,8 @@ def test_the_public_names_resolve_once_each() -> None:
         ({"bot_username": "no"}, "bot_username", "4-32 letters"),
         ({"api_url": "http://api.telegram.org/"}, "api_url", "https"),
         ({"update_every_s": -1}, "update_every_s", "greater than or equal to 0"),
-        ({"bot_token": "1:a", "mode": "webhook"}, "telegram", "SECRET_TOKEN"),
+        # the missing secret is the field named, not the whole section
+        ({"bot_token": "1:a", "mode": "webhook"}, "telegram.secret_token", "webhook needs it"),
         ({"modes": "polling"}, "modes", "Extra inputs are not permitted"),
     ],
 )

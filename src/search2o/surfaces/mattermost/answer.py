@@ -9,7 +9,13 @@
    the server exposes it and marks it verified (``email_verified``) — else, and in any other
    channel, the shared-channel principal (documents open to everyone), said in a footer;
 4. the thread's conversation (:func:`search2o.surfaces.turns.chat_turn`; the thread is the
-   post's ``root_id``, or the post itself);
+   post's ``root_id``, or the post itself). A slash command's answer starts a thread of its
+   own: its first post is made before the turn and becomes the thread (the delivery's
+   ``thread_key``), so a reply in that thread continues the conversation.
+   ``/search2o agent NAME question`` runs the agent ``NAME`` there instead of a chat turn;
+   when the agent asks (``done`` with ``status: paused``), its question is posted without
+   rating buttons, and the next message in the thread answers it (the conversation's waiting
+   ``ask``), as in Slack and Telegram;
 5. the answer, in the thread: posted once, then patched (``PUT /posts/{id}/patch``) at most
    every ``mattermost.update_every_s``, an unchanged text never sent again; an intermediate
    patch while the rate limit holds is skipped, the final one waits for it and always lands.
@@ -18,8 +24,10 @@
    posts a second answer. The last post carries the 👍/👎 buttons;
 6. ``posted``; the question's text is dropped.
 
-An attempt that fails is retried by the queue; the last one shows a short error in the thread
-and ends ``failed``: never a silent end.
+An attempt that fails is retried by the queue. Once the job is given up — its last attempt
+raised, or the worker running it died and its lease expired — the kind's final-failure hook
+(:meth:`MattermostAnswerer.final_failure`, run once by the queue) shows a short error in the
+thread (patching the answer if it exists) and ends the delivery ``failed``: never a silent end.
 
 ``mattermost.rate`` (payload ``{"delivery", "rating", "channel"}``, from a click whose HMAC was
 verified) stores the rating of the delivery's answer, acting as the principal that asked.
@@ -36,25 +44,33 @@ from typing import Any
 
 from search2o.client import Client
 from search2o.config import MattermostSettings
-from search2o.errors import InputError, ProviderError, Search2oError
+from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
+from search2o.surfaces.answering import AnswerJob
 from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.mattermost.buttons import keyboard
 from search2o.surfaces.mattermost.posts import SURFACE
 from search2o.surfaces.mattermost.render import MAX_CHARS, render_answer, render_notice, split
 from search2o.surfaces.mattermost.restapi import MattermostApi
-from search2o.surfaces.turns import chat_turn, link_reply, speaker
+from search2o.surfaces.turns import chat_turn
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "MattermostAnswerer"]
 
 CHANNEL_FOOTER = "Answered from documents open to everyone."
 LINK_HINT = "Link your account for answers with your own access: `/search2o link CODE`."
 _LINK = re.compile(r"/?link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.I)
+_AGENT = re.compile(r"agent\s+(\S{1,100})(?:\s+(.+))?", re.I | re.S)
+COMMAND_THREAD = "command:"
+"""The ``message_key`` prefix of a slash command's question (its ``thread_key`` too, until its
+answer's thread exists)."""
 log = logging.getLogger("search2o.mattermost")
 
 
-class MattermostAnswerer:
+class MattermostAnswerer(AnswerJob):
     """The handlers of ``mattermost.answer`` and ``mattermost.rate`` (module docstring).
+
+    The answer job's shape is :class:`~search2o.surfaces.answering.AnswerJob`'s; Mattermost
+    supplies the delivery and the notice.
 
     Args:
         settings: the ``mattermost`` section.
@@ -66,6 +82,12 @@ class MattermostAnswerer:
 
     """
 
+    surface = SURFACE
+    result_key = "posts"
+    footer = CHANNEL_FOOTER
+    hint = LINK_HINT
+    link = _LINK
+
     def __init__(
         self,
         settings: MattermostSettings,
@@ -75,70 +97,46 @@ class MattermostAnswerer:
         key: str,
         actions_url: str,
     ) -> None:
-        self.settings = settings
-        self.store = store
+        super().__init__(settings, store, connect)
+        self.settings: MattermostSettings = settings
         self.api = api
-        self.connect = connect
         self.key = key
         self.actions_url = actions_url
 
-    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-        """Answer one delivery (module docstring); return ``{"state", "posts"}``.
+    def notice(self, delivery: Delivery, text: str) -> str:
+        """Post ``text`` in the thread (patching the answer's posts if they exist)."""
+        return _Writer(self, delivery, stream=False).finish(render_notice(text), None)
 
-        Raises:
-            InputError: the delivery does not exist (nothing to retry).
-            ProviderError, Search2oError: this attempt failed; the queue retries it.
-
-        """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
-        if delivery is None or delivery.inbound.surface != SURFACE:
-            raise InputError("payload.delivery", "names no Mattermost delivery")
-        if delivery.state in ("posted", "failed"):
-            return {"state": delivery.state, "posts": delivery.reply_key}
-        self.store.set(delivery.id, state="answering")
-        try:
-            posts = self._answer(self.connect(), delivery)
-            self.store.finish(delivery.id, "posted")
-            return {"state": "posted", "posts": posts}
-        except Exception as exc:
-            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
-                self._fail_visibly(delivery.id, exc)
-            raise
-
-    def _answer(self, client: Client, delivery: Delivery) -> str:
+    def deliver(self, client: Client, delivery: Delivery) -> str:
+        """Answer in the thread (module docstring, steps 2-5); return the posts' ids."""
+        linked = self.linked(client, delivery)
+        if linked is not None:
+            return linked
         inbound = delivery.inbound
-        if inbound.direct:
-            linked = _LINK.fullmatch(inbound.text.strip())
-            if linked is not None:
-                said = link_reply(client, inbound.workspace, inbound.user, linked.group(1))
-                return _Writer(self, delivery, stream=False).finish(render_notice(said), None)
-        act_as, footer = speaker(
-            client,
-            inbound.workspace,
-            inbound.user,
-            direct=inbound.direct,
-            unlinked=self.settings.unlinked,
-            footer=CHANNEL_FOOTER,
-            hint=LINK_HINT,
-            email=lambda: self._email(inbound.user),
-        )
+        act_as, footer = self.speaker(client, delivery, email=lambda: self._email(inbound.user))
         if act_as is None:
-            return _Writer(self, delivery, stream=False).finish(render_notice(LINK_HINT), None)
-        self.store.set(delivery.id, act_as=act_as)
+            return self.notice(delivery, LINK_HINT)
         me = client.acting_as(act_as)
         writer = _Writer(self, delivery)
-        where = (inbound.workspace, inbound.channel, inbound.thread_key)
+        text, agent, thread = inbound.text, None, inbound.thread_key
+        if inbound.message_key.startswith(COMMAND_THREAD):  # also once its thread exists
+            started = _AGENT.fullmatch(text.strip())
+            if started is not None:  # agent NAME [question]: the server checks the name
+                agent, text = started.group(1), started.group(2) or "start"
+            thread = writer.open_thread()
         done = chat_turn(
             me,
-            where,
-            inbound.text,
+            (inbound.workspace, inbound.channel, thread),
+            text,
             writer.add,
+            agent=agent,
             run_id=delivery.run_id,  # a retry follows the run it started, never asks again
             on_run=functools.partial(self.store.set_run, delivery.id),
         )
         if done.message_id:
             self.store.set(delivery.id, answer_message_id=done.message_id)
-        props = keyboard(self.key, self.actions_url, delivery.id) if done.message_id else None
+        rate = done.message_id and done.status != "paused"  # an agent's question is not rated
+        props = keyboard(self.key, self.actions_url, delivery.id) if rate else None
         return writer.finish(render_answer(done.text, done.citations, footer=footer), props)
 
     def _email(self, user: str) -> str | None:
@@ -147,20 +145,6 @@ class MattermostAnswerer:
         email = str(found.get("email") or "")
         return email if email and found.get("email_verified") is True else None
 
-    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
-        delivery = self.store.load(delivery_id)
-        if delivery is None:
-            return
-        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
-        notice = render_notice(
-            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
-        )
-        try:
-            _Writer(self, delivery, stream=False).finish(notice, None)
-        except ProviderError as failed:
-            log.error("mattermost: the error notice could not be posted: %s", failed.message)
-        self.store.finish(delivery_id, "failed")
-
     def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
         """Store a verified click as the answer's rating; return ``{"message", "rating"}``.
 
@@ -168,11 +152,10 @@ class MattermostAnswerer:
             InputError: the click names no answered delivery of its channel (nothing to retry).
 
         """
-        delivery = self.store.load(int(payload.get("delivery") or 0))
+        delivery = self.load(payload)
         rating = str(payload.get("rating") or "")
         if (
             delivery is None
-            or delivery.inbound.surface != SURFACE
             or delivery.inbound.channel != str(payload.get("channel"))
             or delivery.answer_message_id is None
             or delivery.act_as is None
@@ -190,8 +173,8 @@ class _Writer:
         self.owner = owner
         self.delivery = delivery
         inbound = delivery.inbound
-        # A slash command's answer starts a thread of its own.
-        self.root = "" if inbound.thread_key.startswith("command:") else inbound.thread_key
+        # A slash command's answer starts a thread of its own (see open_thread).
+        self.root = "" if inbound.thread_key.startswith(COMMAND_THREAD) else inbound.thread_key
         self.ids = [i for i in (delivery.reply_key or "").split(",") if i]
         self.stream = stream
         self.text = ""
@@ -210,6 +193,19 @@ class _Writer:
             )
         )
         self.owner.store.set(self.delivery.id, reply_key=",".join(self.ids))
+
+    def open_thread(self) -> str:
+        """Make the answer's first post now (unless an attempt did) and return it as the thread.
+
+        The delivery's ``thread_key`` becomes that post's id, so a reply in its thread is a
+        follow-up the surface answers (:meth:`DeliveryStore.knows_thread`) in the same
+        conversation; later posts of the answer go in that thread.
+        """
+        if not self.ids:
+            self._post("_Searching…_", None, max_waits=None)
+        self.root = self.ids[0]
+        self.owner.store.set(self.delivery.id, thread_key=self.root)
+        return self.root
 
     def add(self, piece: str) -> None:
         """Take a piece of the answer; show what is new at most every ``update_every_s``."""

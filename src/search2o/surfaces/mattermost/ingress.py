@@ -4,9 +4,11 @@
 commands": a form with ``token``, ``team_id``, ``channel_id``, ``channel_name``, ``user_id``,
 ``text``, ``trigger_id``). The token is compared with ``mattermost.command_token`` in constant
 time; a missing or wrong one answers 401 and records nothing. ``/search2o link CODE`` links the
-account and says so; ``/search2o`` alone helps; anything else is a question, recorded (dedupe
-on ``trigger_id``) and answered by a job in the channel, the command acknowledged at once with
-an ephemeral line — Mattermost waits only a few seconds for the response.
+account and says so; ``/search2o`` alone helps; anything else is a question (``/search2o agent
+NAME QUESTION`` runs an agent: :mod:`~search2o.surfaces.mattermost.answer`), recorded (dedupe
+on ``trigger_id``) and answered by a job in the channel, in a thread of its own, the command
+acknowledged at once with an ephemeral line — Mattermost waits only a few seconds for the
+response.
 
 ``POST /mattermost/actions`` — a rating button's callback (JSON with ``context``,
 ``channel_id``, ``trigger_id``). Its context must carry our HMAC
@@ -33,6 +35,7 @@ from search2o.client import Client
 from search2o.config import MattermostSettings
 from search2o.errors import AuthenticationError, InputError
 from search2o.surfaces.deliveries import Inbound
+from search2o.surfaces.mattermost.answer import COMMAND_THREAD
 from search2o.surfaces.mattermost.buttons import ACTIONS_PATH, verify_context
 from search2o.surfaces.mattermost.pipeline import MattermostPipeline
 from search2o.surfaces.turns import link_reply
@@ -43,6 +46,7 @@ __all__ = ["ACTIONS_PATH", "COMMAND_PATH", "HELP", "MattermostIngress"]
 COMMAND_PATH = "/mattermost/command"
 HELP = (
     "Mention me in a channel or send me a direct message to ask, or type `/search2o QUESTION`. "
+    "`/search2o agent NAME QUESTION` runs an agent; reply in its thread when it asks. "
     "`/search2o link CODE` links your account (get a code in the search2o Web App)."
 )
 ACK = "Looking it up — the answer follows in this channel."
@@ -110,7 +114,7 @@ class MattermostIngress:
             return error_response(InputError("trigger_id", "must be Mattermost's trigger id"))
         # A direct channel's name is the two members' ids joined by "__".
         direct = form.get("channel_name", "") in (f"{bot.id}__{user}", f"{user}__{bot.id}")
-        key = f"command:{trigger[:180]}"
+        key = f"{COMMAND_THREAD}{trigger[:180]}"
         inbound = Inbound(
             surface="mattermost",
             workspace=bot.id,

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from search2o.config import MattermostSettings
 from search2o.jobs.queue import JobQueue
+from search2o.surfaces.answering import Outcome, take_question
 from search2o.surfaces.deliveries import DeliveryStore, Inbound
 from search2o.surfaces.mattermost.posts import SURFACE, Bot, normalise_post
 
@@ -29,14 +29,6 @@ ANSWER = "mattermost.answer"
 RATE = "mattermost.rate"
 SINCE = "since"
 log = logging.getLogger("search2o.mattermost")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the pipeline did: ``answered``, ``duplicate`` or ``ignored``; the delivery's id."""
-
-    status: str
-    delivery: int | None = None
 
 
 class MattermostPipeline:
@@ -78,13 +70,7 @@ class MattermostPipeline:
 
     def take(self, inbound: Inbound) -> Outcome:
         """Record a normalised question once and enqueue its answer."""
-        delivery, new = self.store.record(inbound)
-        self.queue.enqueue(ANSWER, {"delivery": delivery}, dedupe_key=f"{ANSWER}:{delivery}")
-        log.info(
-            "mattermost post %s", "recorded" if new else "duplicate",
-            extra={"fields": {"post": inbound.event_key, "delivery": delivery}},
-        )
-        return Outcome("answered" if new else "duplicate", delivery)
+        return take_question(self.store, self.queue, ANSWER, inbound)
 
     def since(self) -> int | None:
         """Return the newest ``create_at`` taken (Unix ms), or ``None`` before the first."""

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from search2o.errors import ProviderError
+from search2o.surfaces.reach import cannot_reach
 
 __all__ = ["MattermostApi", "MattermostCallError"]
 
@@ -63,6 +64,7 @@ class MattermostApi:
     def __init__(
         self, url: str, token: str, *, timeout_s: float = 15.0, max_waits: int = 8
     ) -> None:
+        self.url = url
         self._http = httpx.Client(
             base_url=f"{url.rstrip('/')}/api/v4/",
             headers={"Authorization": f"Bearer {token}"},
@@ -114,9 +116,7 @@ class MattermostApi:
             try:
                 response = self._http.request(method, path, json=body, params=params)
             except httpx.HTTPError as exc:
-                raise ProviderError(
-                    f"cannot reach Mattermost for {method} {path}: {type(exc).__name__}"
-                ) from None
+                raise ProviderError(cannot_reach(self.url, exc)) from None
             reset = _seconds(response.headers.get("X-Ratelimit-Reset"))
             if response.headers.get("X-Ratelimit-Remaining") == "0" or response.status_code == 429:
                 self._hold(reset if reset is not None else 1.0)

@@ -119,7 +119,7 @@ def add_mattermost_kinds(registry: JobRegistry, runtime: Runtime) -> MattermostA
         button_key(_token(settings)),
         base.rstrip("/") + ACTIONS_PATH,
     )
-    registry.add(ANSWER, answerer.answer, max_attempts=4)
+    registry.add(ANSWER, answerer.answer, max_attempts=4, on_final_failure=answerer.final_failure)
     registry.add(RATE, answerer.rate, max_attempts=3)
     return answerer
 

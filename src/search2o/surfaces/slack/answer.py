@@ -26,8 +26,11 @@
    waits for budget and for ``Retry-After``;
 5. ``posted`` with the answer's message id; the question's text is dropped.
 
-An attempt that fails is retried by the queue (backoff); the last one posts a short visible
-error in the thread (editing the answer if it exists) and ends ``failed``: never a silent end.
+An attempt that fails is retried by the queue (backoff). Once the job is given up — its last
+attempt raised, or the worker running it died and its lease expired — the kind's final-failure
+hook (:meth:`SlackAnswerer.final_failure`, run once by the queue) posts a short visible error
+in the thread (editing the answer if it exists), clears the 👀 and ends the delivery
+``failed``: never a silent end.
 
 ``slack.rate`` (payload ``{"delivery", "rating"}``) stores a click of the thumbs buttons as the
 answer's rating (:meth:`search2o.client.Client.rate`), acting as the principal that asked.
@@ -45,13 +48,14 @@ from typing import Any
 
 from search2o.client import Client
 from search2o.config import SlackSettings
-from search2o.errors import InputError, ProviderError, Search2oError
+from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
+from search2o.surfaces.answering import AnswerJob
 from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.slack.events import SURFACE
 from search2o.surfaces.slack.render import Rendered, escape, render_answer, render_notice
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
-from search2o.surfaces.turns import chat_turn, link_reply, speaker
+from search2o.surfaces.turns import chat_turn
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "METADATA_EVENT", "SlackAnswerer", "answer_metadata"]
 
@@ -66,8 +70,11 @@ _LINK = re.compile(r"link\s+([0-9A-Za-z][0-9A-Za-z\- ]{4,40})", re.IGNORECASE)
 log = logging.getLogger("search2o.slack")
 
 
-class SlackAnswerer:
+class SlackAnswerer(AnswerJob):
     """The handlers of ``slack.answer`` and ``slack.rate`` (module docstring).
+
+    The answer job's shape is :class:`~search2o.surfaces.answering.AnswerJob`'s; Slack
+    supplies the delivery, the 👀 status and the notice.
 
     Args:
         settings: the ``slack`` section.
@@ -80,6 +87,12 @@ class SlackAnswerer:
 
     """
 
+    surface = SURFACE
+    result_key = "ts"
+    footer = CHANNEL_FOOTER
+    hint = LINK_HINT
+    link = _LINK
+
     def __init__(
         self,
         settings: SlackSettings,
@@ -88,57 +101,26 @@ class SlackAnswerer:
         budget: UpdateBudget,
         connect: Callable[[], Client],
     ) -> None:
-        self.settings = settings
-        self.store = store
+        super().__init__(settings, store, connect)
+        self.settings: SlackSettings = settings
         self.api = api
         self.budget = budget
-        self.connect = connect
 
     # --- slack.answer -------------------------------------------------------------------------
 
-    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-        """Answer one delivery (module docstring); return ``{"state", "ts"}``.
-
-        Raises:
-            InputError: the delivery does not exist (nothing to retry).
-            ProviderError, Search2oError: this attempt failed; the queue retries it.
-
-        """
-        delivery = self._load(payload)
-        if delivery is None:
-            raise InputError("payload.delivery", "names no Slack delivery")
-        if delivery.state in ("posted", "failed"):
-            return {"state": delivery.state, "ts": delivery.reply_key}
+    def before(self, delivery: Delivery) -> Delivery:
+        """Find the answer an attempt that died posted before storing its ``ts``."""
         if delivery.state == "answering" and delivery.reply_key is None:
-            delivery = self._adopt(delivery)
-        self.store.set(delivery.id, state="answering")
-        question = delivery.inbound
-        self._react("reactions.add", delivery)
-        try:
-            ts = self._answer(self.connect(), delivery)
-            self.store.finish(delivery.id, "posted")
-            return {"state": "posted", "ts": ts}
-        except Exception as exc:
-            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
-                self._fail_visibly(delivery.id, exc)
-            raise
-        finally:
-            self._react("reactions.remove", delivery)
-            log.info(
-                "slack answer attempt %s", ctx.attempt,
-                extra={"fields": {"delivery": delivery.id, "team": question.workspace}},
-            )
-
-    def _load(self, payload: dict[str, Any]) -> Delivery | None:
-        """Return the payload's delivery, or ``None`` when it is missing or another surface's.
-
-        The store is shared by every messenger surface, so an id alone could name a Telegram
-        question.
-        """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
-        if delivery is None or delivery.inbound.surface != SURFACE:
-            return None
+            return self._adopt(delivery)
         return delivery
+
+    def after(self, delivery: Delivery) -> None:
+        """Remove the 👀 status reaction."""
+        self._react("reactions.remove", delivery)
+
+    def notice(self, delivery: Delivery, text: str) -> str:
+        """Post ``text`` in the thread (editing the answer's message if it exists)."""
+        return self._final(delivery, render_notice(text))
 
     def _adopt(self, delivery: Delivery) -> Delivery:
         """Return ``delivery`` with the ``ts`` of an answer an earlier attempt posted, if any.
@@ -172,26 +154,16 @@ class SlackAnswerer:
             log.warning("slack: looking for an earlier answer failed: %s", exc.message)
             return delivery
 
-    def _answer(self, client: Client, delivery: Delivery) -> str:
+    def deliver(self, client: Client, delivery: Delivery) -> str:
+        """Answer in the thread (module docstring, steps 2-5); return the answer's ``ts``."""
+        self._react("reactions.add", delivery)
+        linked = self.linked(client, delivery)
+        if linked is not None:
+            return linked
         question = delivery.inbound
-        if question.direct:
-            linked = _LINK.fullmatch(question.text.strip())
-            if linked is not None:
-                reply = link_reply(client, question.workspace, question.user, linked.group(1))
-                return self._final(delivery, render_notice(reply))
-        act_as, footer = speaker(
-            client,
-            question.workspace,
-            question.user,
-            direct=question.direct,
-            unlinked=self.settings.unlinked,
-            footer=CHANNEL_FOOTER,
-            hint=LINK_HINT,
-            email=lambda: self._email(question.user),
-        )
+        act_as, footer = self.speaker(client, delivery, email=lambda: self._email(question.user))
         if act_as is None:
-            return self._final(delivery, render_notice(LINK_HINT))
-        self.store.set(delivery.id, act_as=act_as)
+            return self.notice(delivery, LINK_HINT)
         writer = _Writer(self, delivery)
         # A new thread starts slack.agent (if set); a follow-up continues the conversation,
         # and answers its agent's waiting `ask` when there is one.
@@ -234,21 +206,6 @@ class SlackAnswerer:
     def _final(self, delivery: Delivery, rendered: Rendered) -> str:
         return _Writer(self, delivery, stream=False).finish(rendered)
 
-    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
-        """Post (or edit the answer into) a short visible error; mark the delivery failed."""
-        delivery = self.store.load(delivery_id)
-        if delivery is None:
-            return
-        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
-        notice = render_notice(
-            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
-        )
-        try:
-            _Writer(self, delivery, stream=False).finish(notice)
-        except ProviderError as failed:
-            log.error("slack: the error notice could not be posted: %s", failed.message)
-        self.store.finish(delivery_id, "failed")
-
     # --- slack.rate ---------------------------------------------------------------------------
 
     def rate(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
@@ -258,7 +215,7 @@ class SlackAnswerer:
             InputError: the delivery, its answer or the rating is missing (nothing to retry).
 
         """
-        delivery = self._load(payload)
+        delivery = self.load(payload)
         rating = payload.get("rating")
         if delivery is None or delivery.answer_message_id is None or delivery.act_as is None:
             raise InputError("payload.delivery", "names no answered Slack delivery")

@@ -24,13 +24,18 @@ BOT_SCOPES: dict[str, str] = {
     "groups:history": "receive follow-ups in private channel threads (message.groups); "
     "find an answer posted before a crash",
     "im:history": "receive direct messages (message.im); find an answer posted before a crash",
+    "mpim:history": "receive follow-ups in group DM threads (message.mpim); find an answer "
+    "posted before a crash",
     "chat:write": "post, edit and stream answers",
     "reactions:write": "show the 👀 status while answering",
     "users:read": "read users with users.info",
     "users:read.email": "link accounts by their Slack email",
     "commands": "offer the /search2o command",
 }
-BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im")
+BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim")
+"""``message.mpim``: a group DM (several people and the bot) is answered as a channel is (the
+shared-channel scope), on a mention and then on follow-ups in its thread. ``mpim:read`` is not
+needed: the surface never lists or looks up conversations."""
 
 
 def manifest(mode: str, public_url: str | None = None, name: str = "search2o") -> dict[str, Any]:

@@ -16,12 +16,13 @@ retry that would otherwise be ignored.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from search2o.config import SlackSettings
 from search2o.jobs.queue import JobQueue
+from search2o.surfaces.answering import Outcome, take_question
+from search2o.surfaces.answering import answer_dedupe_key as _dedupe_key
 from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.slack.events import SURFACE, normalise_event
 from search2o.surfaces.slack.render import FEEDBACK_ACTIONS
@@ -35,19 +36,7 @@ log = logging.getLogger("search2o.slack")
 
 def answer_dedupe_key(delivery_id: int) -> str:
     """Return the dedupe key of the one answer job of a delivery."""
-    return f"{ANSWER}:{delivery_id}"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the pipeline did with one delivery.
-
-    ``status``: ``answered`` (recorded, job enqueued), ``duplicate`` (seen before),
-    ``ignored`` (nothing to answer) or ``rated``.
-    """
-
-    status: str
-    delivery: int | None = None
+    return _dedupe_key(ANSWER, delivery_id)
 
 
 class SlackPipeline:
@@ -75,13 +64,7 @@ class SlackPipeline:
         )
         if question is None:
             return Outcome("ignored")
-        delivery, new = self.store.record(question)
-        self.queue.enqueue(ANSWER, {"delivery": delivery}, dedupe_key=answer_dedupe_key(delivery))
-        log.info(
-            "slack event %s", "recorded" if new else "duplicate",
-            extra={"fields": {"event_id": question.event_key, "delivery": delivery}},
-        )
-        return Outcome("answered" if new else "duplicate", delivery)
+        return take_question(self.store, self.queue, ANSWER, question)
 
     def take_interaction(self, payload: dict[str, Any]) -> Outcome:
         """Take one interactivity payload (a ``block_actions`` click on the thumbs buttons).

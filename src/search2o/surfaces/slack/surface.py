@@ -73,6 +73,6 @@ def add_slack_kinds(registry: JobRegistry, runtime: Runtime) -> SlackAnswerer:
         UpdateBudget(slack.update_budget, slack.update_window_s),
         shared_client(settings),
     )
-    registry.add(ANSWER, answerer.answer, max_attempts=4)
+    registry.add(ANSWER, answerer.answer, max_attempts=4, on_final_failure=answerer.final_failure)
     registry.add(RATE, answerer.rate, max_attempts=3)
     return answerer

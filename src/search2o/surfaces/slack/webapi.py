@@ -10,14 +10,13 @@ Every call goes through :meth:`SlackApi.call`:
   method per workspace;
 * a connection error is a :class:`~search2o.errors.ProviderError`.
 
-:class:`UpdateBudget` bounds the ``chat.update`` calls per workspace: a sliding window of
-``budget`` calls per ``window_s`` seconds, shared by every answer of this process.
+:class:`UpdateBudget` (a :class:`~search2o.surfaces.budget.CallBudget`) bounds the
+``chat.update`` calls per workspace: a sliding window of ``budget`` calls per ``window_s``
+seconds, shared by every answer of this process.
 """
 
 from __future__ import annotations
 
-import math
-import threading
 import time
 from typing import Any
 
@@ -25,8 +24,13 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from search2o.errors import ProviderError
+from search2o.surfaces.budget import CallBudget
+from search2o.surfaces.reach import cannot_reach
 
 __all__ = ["SlackApi", "SlackCallError", "UpdateBudget"]
+
+UpdateBudget = CallBudget
+"""The per-workspace ``chat.update`` budget: a :class:`~search2o.surfaces.budget.CallBudget`."""
 
 # Methods documented as reading form-encoded arguments only (no JSON body).
 # Read methods take form fields, not JSON bodies (Slack API docs, "Web API basics").
@@ -117,7 +121,7 @@ class SlackApi:
             except SlackClientError as exc:
                 raise ProviderError(f"Slack {method} failed: {exc}") from None
             except OSError as exc:
-                raise ProviderError(f"cannot reach Slack for {method}: {exc}") from None
+                raise ProviderError(cannot_reach(self.client.base_url, exc)) from None
             finally:
                 if slot is not None:
                     slot.done()
@@ -134,8 +138,10 @@ class SlackApi:
             response = self.client.api_call("auth.test")
         except SlackApiError as exc:
             raise SlackCallError("auth.test", str(exc.response.get("error"))) from None
-        except (SlackClientError, OSError) as exc:
-            raise ProviderError(f"cannot reach Slack for auth.test: {exc}") from None
+        except SlackClientError as exc:
+            raise ProviderError(f"Slack auth.test failed: {exc}") from None
+        except OSError as exc:
+            raise ProviderError(cannot_reach(self.client.base_url, exc)) from None
         header = _header(response.headers, "X-OAuth-Scopes") or ""
         return {scope.strip() for scope in header.split(",") if scope.strip()}
 
@@ -155,67 +161,3 @@ def _retry_after(headers: Any) -> float:
         return min(max(float(str(value)), 0.0), 60.0)
     except (TypeError, ValueError):
         return 1.0
-
-
-class _Slot:
-    """One call's place in a budget: held from the take until the call ends, then a window."""
-
-    __slots__ = ("ended",)
-
-    def __init__(self) -> None:
-        self.ended = math.inf  # in flight: it counts until it ends
-
-    def done(self) -> None:
-        self.ended = time.monotonic()
-
-
-class UpdateBudget:
-    """At most ``budget`` ``chat.update`` calls per ``window_s`` seconds, per workspace.
-
-    A call holds its slot from before it is sent until ``window_s`` after its answer came
-    back, so however long the requests travel, Slack never receives more than ``budget`` of
-    them within any ``window_s`` (as Slack counts them, on arrival). Thread-safe; one instance
-    per process, shared by all answers.
-    """
-
-    def __init__(self, budget: int, window_s: float) -> None:
-        self.budget = budget
-        self.window_s = window_s
-        self._slots: dict[str, list[_Slot]] = {}
-        self._paused: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def pause(self, team: str, seconds: float) -> None:
-        """Send no call of ``team`` for ``seconds`` (Slack said ``Retry-After``)."""
-        with self._lock:
-            until = time.monotonic() + seconds
-            self._paused[team] = max(self._paused.get(team, 0.0), until)
-
-    def _wait(self, team: str, now: float) -> float:
-        """Seconds until a call fits (0: now); forgets the slots whose window passed."""
-        slots = [s for s in self._slots.get(team, []) if s.ended > now - self.window_s]
-        self._slots[team] = slots
-        paused = self._paused.get(team, 0.0) - now
-        if len(slots) < self.budget:
-            return max(paused, 0.0)
-        return max(min(s.ended for s in slots) + self.window_s - now, paused)
-
-    def try_take(self, team: str) -> _Slot | None:
-        """Take a slot of ``team``'s budget if there is room now (``None``: there is not)."""
-        with self._lock:
-            if self._wait(team, time.monotonic()) > 0:
-                return None
-            slot = _Slot()
-            self._slots[team].append(slot)
-            return slot
-
-    def take(self, team: str) -> _Slot:
-        """Take a slot of ``team``'s budget, waiting for room; call ``done()`` when sent."""
-        while True:
-            with self._lock:
-                wait = self._wait(team, time.monotonic())
-                if wait <= 0:
-                    slot = _Slot()
-                    self._slots[team].append(slot)
-                    return slot
-            time.sleep(min(wait, 0.25) + 0.001)

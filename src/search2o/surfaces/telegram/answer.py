@@ -25,8 +25,10 @@
    continues the conversation and so resumes the run;
 6. ``posted`` with the answer's message id; the question's text is dropped.
 
-An attempt that fails is retried by the queue; the last one shows a short error in the chat
-(editing the answer if it exists) and ends ``failed``: never a silent end.
+An attempt that fails is retried by the queue. Once the job is given up — its last attempt
+raised, or the worker running it died and its lease expired — the kind's final-failure hook
+(:meth:`TelegramAnswerer.final_failure`, run once by the queue) shows a short error in the
+chat (editing the answer if it exists) and ends the delivery ``failed``: never a silent end.
 
 ``telegram.rate`` (payload ``{"query", "chat", "data"}``) stores a 👍/👎 click as the answer's
 rating, acting as the principal that asked, and always answers the click
@@ -44,12 +46,13 @@ from typing import Any
 
 from search2o.client import Client
 from search2o.config import TelegramSettings
-from search2o.errors import InputError, ProviderError, Search2oError
+from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
+from search2o.surfaces.answering import AnswerJob
 from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.telegram.botapi import BotApi, TelegramCallError
 from search2o.surfaces.telegram.render import MAX_UNITS, Part, render_answer, render_notice, split
-from search2o.surfaces.turns import chat_turn, link_reply, speaker
+from search2o.surfaces.turns import chat_turn
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "TelegramAnswerer", "rating_data"]
 
@@ -85,8 +88,11 @@ def _keyboard(delivery_id: int) -> dict[str, Any]:
 FORCE_REPLY = {"force_reply": True, "selective": True, "input_field_placeholder": "Your answer"}
 
 
-class TelegramAnswerer:
+class TelegramAnswerer(AnswerJob):
     """The handlers of ``telegram.answer`` and ``telegram.rate`` (module docstring).
+
+    The answer job's shape is :class:`~search2o.surfaces.answering.AnswerJob`'s; Telegram
+    supplies the delivery (with ``/start`` and ``/agent``) and the notice.
 
     Args:
         settings: the ``telegram`` section.
@@ -97,6 +103,12 @@ class TelegramAnswerer:
 
     """
 
+    surface = "telegram"
+    result_key = "messages"
+    footer = CHANNEL_FOOTER
+    hint = LINK_HINT
+    link = _LINK
+
     def __init__(
         self,
         settings: TelegramSettings,
@@ -104,53 +116,28 @@ class TelegramAnswerer:
         api: BotApi,
         connect: Callable[[], Client],
     ) -> None:
-        self.settings = settings
-        self.store = store
+        super().__init__(settings, store, connect)
+        self.settings: TelegramSettings = settings
         self.api = api
-        self.connect = connect
 
     # --- telegram.answer ----------------------------------------------------------------------
 
-    def answer(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-        """Answer one delivery (module docstring); return ``{"state", "messages"}``.
+    def notice(self, delivery: Delivery, text: str) -> str:
+        """Send ``text`` (editing the answer's messages if they exist); return their ids."""
+        return _Writer(self, delivery, stream=False).finish(render_notice(text), None)
 
-        Raises:
-            InputError: the delivery does not exist (nothing to retry).
-            ProviderError, Search2oError: this attempt failed; the queue retries it.
-
-        """
-        delivery = self.store.load(int(payload.get("delivery", 0)))
-        if delivery is None:
-            raise InputError("payload.delivery", "names no Telegram delivery")
-        if delivery.state in ("posted", "failed"):
-            return {"state": delivery.state, "messages": delivery.reply_key}
-        self.store.set(delivery.id, state="answering")
-        try:
-            messages = self._answer(self.connect(), delivery)
-            self.store.finish(delivery.id, "posted")
-            return {"state": "posted", "messages": messages}
-        except Exception as exc:
-            if ctx.attempt >= ctx.max_attempts or isinstance(exc, InputError):
-                self._fail_visibly(delivery.id, exc)
-            raise
-        finally:
-            log.info(
-                "telegram answer attempt %s", ctx.attempt,
-                extra={"fields": {"delivery": delivery.id}},
-            )
-
-    def _answer(self, client: Client, delivery: Delivery) -> str:
+    def deliver(self, client: Client, delivery: Delivery) -> str:
+        """Answer in the chat (module docstring, steps 2-5); return the messages' ids."""
         inbound = delivery.inbound
-        if inbound.direct:
-            linked = _LINK.fullmatch(inbound.text.strip())
-            if linked is not None:
-                return self._final(delivery, render_notice(self._link(client, delivery, linked)))
-            if _START.fullmatch(inbound.text.strip()):
-                return self._final(delivery, render_notice(self._greeting(client, delivery)))
-        act_as, footer = self._speaker(client, delivery)
+        linked = self.linked(client, delivery)
+        if linked is not None:
+            return linked
+        if inbound.direct and _START.fullmatch(inbound.text.strip()):
+            return self.notice(delivery, self._greeting(client, delivery))
+        # Telegram exposes no email: an account is linked by code only.
+        act_as, footer = self.speaker(client, delivery)
         if act_as is None:
-            return self._final(delivery, render_notice(LINK_HINT))
-        self.store.set(delivery.id, act_as=act_as)
+            return self.notice(delivery, LINK_HINT)
         me = client.acting_as(act_as)
         where = (inbound.workspace, inbound.channel, inbound.thread_key)
         text, agent = inbound.text, None
@@ -176,49 +163,11 @@ class TelegramAnswerer:
             markup = _keyboard(delivery.id) if done.message_id else None
         return writer.finish(parts, markup)
 
-    def _speaker(self, client: Client, delivery: Delivery) -> tuple[str | None, str | None]:
-        """Return ``(act-as header value or None for "only a link prompt", footer)``.
-
-        Telegram exposes no email: an account is linked by code only.
-        """
-        inbound = delivery.inbound
-        return speaker(
-            client,
-            inbound.workspace,
-            inbound.user,
-            direct=inbound.direct,
-            unlinked=self.settings.unlinked,
-            footer=CHANNEL_FOOTER,
-            hint=LINK_HINT,
-        )
-
-    def _link(self, client: Client, delivery: Delivery, found: re.Match[str]) -> str:
-        inbound = delivery.inbound
-        return link_reply(client, inbound.workspace, inbound.user, found.group(1))
-
     def _greeting(self, client: Client, delivery: Delivery) -> str:
         inbound = delivery.inbound
         if client.identity(inbound.workspace, inbound.user) is None:
             return f"{GREETING} {LINK_HINT}"
         return GREETING
-
-    def _final(self, delivery: Delivery, parts: list[Part]) -> str:
-        return _Writer(self, delivery, stream=False).finish(parts, None)
-
-    def _fail_visibly(self, delivery_id: int, exc: BaseException) -> None:
-        """Send (or edit the answer into) a short visible error; mark the delivery failed."""
-        delivery = self.store.load(delivery_id)
-        if delivery is None:
-            return
-        reason = exc.message if isinstance(exc, Search2oError) else type(exc).__name__
-        notice = render_notice(
-            f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
-        )
-        try:
-            _Writer(self, delivery, stream=False).finish(notice, None)
-        except ProviderError as failed:
-            log.error("telegram: the error notice could not be sent: %s", failed.message)
-        self.store.finish(delivery_id, "failed")
 
     # --- telegram.rate ------------------------------------------------------------------------
 

@@ -10,6 +10,13 @@ Every call is ``POST {api_url}bot{TOKEN}/{method}`` with a JSON body, answered
   again, up to ``max_waits`` times. The wait is the chat's: every call of this process to that
   chat pauses until it is over, and a call made with ``max_waits=0`` (an intermediate edit)
   fails at once instead of waiting or being sent;
+* a message or an edit (``sendMessage``, ``editMessageText`` …) to a group (a negative chat
+  id) first takes a slot of that group's :class:`~search2o.surfaces.budget.CallBudget`
+  (``telegram.group_budget`` per ``telegram.group_window_s``: Telegram allows a bot about 20
+  messages a minute in one group, edits included), and every such call one of the bot's
+  overall budget (30 a second); Bot API FAQ, "My bot is hitting limits". The budgets are the
+  process's, shared by every answer in flight: a call with ``max_waits=0`` that finds no room
+  fails at once (an intermediate edit is skipped), any other waits for room;
 * a connection failure is a :class:`~search2o.errors.ProviderError`. The token is part of
   the URL, so no error message carries the URL or the token.
 """
@@ -23,10 +30,17 @@ from typing import Any
 import httpx
 
 from search2o.errors import ProviderError
+from search2o.surfaces.budget import CallBudget
+from search2o.surfaces.reach import cannot_reach
 
 __all__ = ["BotApi", "TelegramCallError", "bot_id_of"]
 
 _MAX_RETRY_AFTER_S = 300.0
+# The calls that put a message in a chat or change one: what Telegram's limits count.
+_SENDS = frozenset(
+    {"sendMessage", "sendMessageDraft", "editMessageText", "editMessageReplyMarkup"}
+)
+_OVERALL = "*"
 
 
 class TelegramCallError(ProviderError):
@@ -68,13 +82,25 @@ class BotApi:
         base_url: ``telegram.api_url``, e.g. ``https://api.telegram.org/``.
         timeout_s: seconds per HTTP request (``getUpdates`` adds its own long-poll timeout).
         max_waits: 429 waits per call before giving up.
+        group_budget: messages and edits per group (module docstring); ``None``: unbounded.
+        overall_budget: messages and edits of the bot in all chats; ``None``: unbounded.
 
     """
 
     def __init__(
-        self, token: str, base_url: str, *, timeout_s: float = 15.0, max_waits: int = 8
+        self,
+        token: str,
+        base_url: str,
+        *,
+        timeout_s: float = 15.0,
+        max_waits: int = 8,
+        group_budget: CallBudget | None = None,
+        overall_budget: CallBudget | None = None,
     ) -> None:
         self._token = token
+        self.base_url = base_url
+        self.group_budget = group_budget
+        self.overall_budget = overall_budget
         self._http = httpx.Client(base_url=f"{base_url}bot{token}/", timeout=timeout_s)
         self.timeout_s = timeout_s
         self.max_waits = max_waits
@@ -117,17 +143,20 @@ class BotApi:
                     raise TelegramCallError(method, 429, "paused by retry_after", held)
                 time.sleep(held)
                 continue
+            slots = self._take_slots(method, chat, wait=patience > 0)
             try:
                 response = self._http.post(method, json=params, timeout=timeout)
                 answer = response.json()
             except httpx.HTTPError as exc:
-                raise ProviderError(
-                    f"cannot reach Telegram for {method}: {type(exc).__name__}"
-                ) from None
+                # the base URL only: the token follows it in the path
+                raise ProviderError(cannot_reach(self.base_url, exc)) from None
             except ValueError:
                 raise ProviderError(
                     f"Telegram {method} answered HTTP {response.status_code} without JSON"
                 ) from None
+            finally:
+                for slot in slots:
+                    slot.done()
             if not isinstance(answer, dict):
                 raise ProviderError(f"Telegram {method} answered an unexpected body")
             if answer.get("ok") is True:
@@ -146,6 +175,31 @@ class BotApi:
                         time.sleep(delay)
                     continue
             raise TelegramCallError(method, code, description, retry_after)
+
+    def _take_slots(self, method: str, chat: str, *, wait: bool) -> list[Any]:
+        """Take the budgets' slots a send to ``chat`` needs (module docstring).
+
+        Raises:
+            TelegramCallError: 429 "over the send budget" when ``wait`` is false and a budget
+                has no room now (nothing was taken).
+
+        """
+        if method not in _SENDS or not chat:
+            return []
+        needed = []
+        if self.group_budget is not None and chat.startswith("-"):  # groups' ids are negative
+            needed.append((self.group_budget, chat))
+        if self.overall_budget is not None:
+            needed.append((self.overall_budget, _OVERALL))
+        slots: list[Any] = []
+        for budget, key in needed:
+            slot = budget.take(key) if wait else budget.try_take(key)
+            if slot is None:
+                for taken in slots:
+                    taken.done()
+                raise TelegramCallError(method, 429, "over the send budget")
+            slots.append(slot)
+        return slots
 
 
 def _retry_after(answer: dict[str, Any]) -> float | None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from search2o.config import TelegramSettings
 from search2o.jobs.queue import JobQueue
+from search2o.surfaces.answering import Outcome, take_question
+from search2o.surfaces.answering import answer_dedupe_key as _dedupe_key
 from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.telegram.updates import Bot, normalise_callback, normalise_message
 
@@ -34,19 +35,7 @@ log = logging.getLogger("search2o.telegram")
 
 def answer_dedupe_key(delivery_id: int) -> str:
     """Return the dedupe key of the one answer job of a delivery."""
-    return f"{ANSWER}:{delivery_id}"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the pipeline did with one update.
-
-    ``status``: ``answered`` (recorded, job enqueued), ``duplicate`` (seen before),
-    ``ignored`` (nothing to answer) or ``clicked`` (a rating job enqueued).
-    """
-
-    status: str
-    delivery: int | None = None
+    return _dedupe_key(ANSWER, delivery_id)
 
 
 class TelegramPipeline:
@@ -86,10 +75,4 @@ class TelegramPipeline:
         inbound = normalise_message(update, self.bot(), max_chars=self.settings.max_question_chars)
         if inbound is None:
             return Outcome("ignored")
-        delivery, new = self.store.record(inbound)
-        self.queue.enqueue(ANSWER, {"delivery": delivery}, dedupe_key=answer_dedupe_key(delivery))
-        log.info(
-            "telegram update %s", "recorded" if new else "duplicate",
-            extra={"fields": {"update_id": update_id, "delivery": delivery}},
-        )
-        return Outcome("answered" if new else "duplicate", delivery)
+        return take_question(self.store, self.queue, ANSWER, inbound)

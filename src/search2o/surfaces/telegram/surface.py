@@ -14,6 +14,7 @@ from search2o.client import Client
 from search2o.config import Settings
 from search2o.errors import ConfigError, ProviderError
 from search2o.jobs.registry import JobRegistry
+from search2o.surfaces.budget import CallBudget
 from search2o.surfaces.connect import connect_surface, shared_client
 from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.telegram.answer import TelegramAnswerer
@@ -57,11 +58,25 @@ def deep_link(settings: Settings, code: str) -> str | None:
     return f"https://t.me/{username}?start={code}" if username else None
 
 
+OVERALL_BUDGET = (30, 1.0)
+"""A bot's messages in all chats: about 30 a second (Bot API FAQ, "My bot is hitting limits")."""
+
+
 def bot_api(settings: Settings) -> BotApi:
-    """Return the Bot API with the configured token (``telegram.bot_token`` must be set)."""
+    """Return the Bot API with the configured token (``telegram.bot_token`` must be set).
+
+    Its send budgets (per group: ``telegram.group_budget`` per ``telegram.group_window_s``;
+    overall: :data:`OVERALL_BUDGET`) are this instance's: one per process answers, shared by
+    every answer in flight.
+    """
     telegram = settings.telegram
     assert telegram.bot_token is not None
-    return BotApi(telegram.bot_token.get_secret_value(), telegram.api_url)
+    return BotApi(
+        telegram.bot_token.get_secret_value(),
+        telegram.api_url,
+        group_budget=CallBudget(telegram.group_budget, telegram.group_window_s),
+        overall_budget=CallBudget(*OVERALL_BUDGET),
+    )
 
 
 def store(runtime: Runtime) -> DeliveryStore:
@@ -117,7 +132,7 @@ def add_telegram_kinds(registry: JobRegistry, runtime: Runtime) -> TelegramAnswe
         bot_api(settings),
         shared_client(lambda: connect(settings)),
     )
-    registry.add(ANSWER, answerer.answer, max_attempts=4)
+    registry.add(ANSWER, answerer.answer, max_attempts=4, on_final_failure=answerer.final_failure)
     registry.add(RATE, answerer.rate, max_attempts=3)
     return answerer
 
