@@ -79,6 +79,7 @@ def one_run(
         "operations": table(results, percentile),
         "statuses": {str(k): v for k, v in results.statuses.items()},
         "checks": {
+            "every operation ran": all(results.seconds.get(op) for op in OPERATIONS),
             "no 5xx": results.server_errors == 0,
             "no failed operation": not results.failures,
             "no leaked canary": not results.leaks,

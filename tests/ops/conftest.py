@@ -7,6 +7,8 @@ The real processes (``search2o serve``, ``search2o worker``, Redis) are in
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -143,3 +145,28 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield url
     except RuntimeError as exc:
         pytest.fail(f"the scale and fault tests run on a real Redis: {exc}")
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[Any]:
+    """A PostgreSQL server of this test's own (pgserver) that the test may stop and restart.
+
+    The session's server (``pg_server``) is left alone: other tests' databases live there.
+    """
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix="search2o-pg-down-")
+    server = pgserver.get_server(folder, cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.ensure_postgres_running()  # cleanup stops a running server only
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def stop_postgres(server: Any) -> None:
+    """Stop ``server`` (pgserver) the way an operator would: ``pg_ctl stop -m fast``."""
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=60)

@@ -37,6 +37,7 @@ from search2o import accounts
 from search2o.client import Client
 from search2o.config import Settings
 from search2o.errors import Search2oError
+from search2o.jobs.kinds import INGEST
 from search2o.runtime import Runtime
 from search2o.storage.db import Database
 
@@ -262,35 +263,39 @@ def _status_of(exc: Search2oError) -> int:
 
 
 def _user_loop(session: _Session, deadline: float, stop: threading.Event) -> None:
-    user = session.user
     round_ = 0
     while time.monotonic() < deadline and not stop.is_set():
-        at = user.index + round_
-        first = session.chat("chat", at, f"What is the launch code of my team? ({user.canary})")
-        if first is not None:
-            session.chat(
-                "follow-up",
-                at + 1,
-                f"and again, for {user.canary} round {round_}?",
-                conversation=first.conversation_id,
-            )
-        asked = session.chat("agent ask", at + 2, "start", agent="remember")
-        if asked is not None:
-            if asked.status != "paused":
-                session.results.fail(f"agent ask by {user.email}: status {asked.status}")
-            else:
-                answered = session.chat(
-                    "agent answer", at + 3, user.canary, conversation=asked.conversation_id
-                )
-                if answered is not None and answered.text != f"Kept {user.canary}":
-                    session.results.fail(f"agent answer by {user.email}: {answered.text!r}")
-        session.call(
-            "memory search", at + 1, "POST", "/v1/memories/search", json={"query": "code word"}
-        )
-        session.call(
-            "search", at + 2, "POST", "/v1/search", json={"query": "launch code of the team"}
-        )
+        try:
+            _one_round(session, session.user.index + round_, round_)
+        except Exception as exc:  # a failure of its own kind must count, not end the thread
+            session.results.fail(f"{session.user.email}: {type(exc).__name__}: {exc}")
         round_ += 1
+
+
+def _one_round(session: _Session, at: int, round_: int) -> None:
+    user = session.user
+    first = session.chat("chat", at, f"What is the launch code of my team? ({user.canary})")
+    if first is not None:
+        session.chat(
+            "follow-up",
+            at + 1,
+            f"and again, for {user.canary} round {round_}?",
+            conversation=first.conversation_id,
+        )
+    asked = session.chat("agent ask", at + 2, "start", agent="remember")
+    if asked is not None:
+        if asked.status != "paused":
+            session.results.fail(f"agent ask by {user.email}: status {asked.status}")
+        else:
+            answered = session.chat(
+                "agent answer", at + 3, user.canary, conversation=asked.conversation_id
+            )
+            if answered is not None and answered.text != f"Kept {user.canary}":
+                session.results.fail(f"agent answer by {user.email}: {answered.text!r}")
+    session.call(
+        "memory search", at + 1, "POST", "/v1/memories/search", json={"query": "code word"}
+    )
+    session.call("search", at + 2, "POST", "/v1/search", json={"query": "launch code of the team"})
 
 
 def _upload_loop(
@@ -341,8 +346,9 @@ def run_load(
     """
     results = Results()
     stop = threading.Event()
-    deadline = time.monotonic() + seconds
+    # Clients first: making hundreds of them takes a while, and is not part of the run.
     sessions = [_Session(urls, u, population, results) for u in (users or population.users)]
+    deadline = time.monotonic() + seconds
     threads = [threading.Thread(target=_user_loop, args=(s, deadline, stop)) for s in sessions]
     threads += [
         threading.Thread(
@@ -364,8 +370,9 @@ def run_load(
     return results
 
 
-def wait_for_jobs(database_url: str, within_s: float) -> int:
-    """Wait until no job is queued or running; return how many still are after ``within_s``."""
+def wait_for_jobs(database_url: str, within_s: float, kind: str = INGEST) -> int:
+    """Wait until no job of ``kind`` is queued or running; return how many still are after
+    ``within_s`` (periodic kinds are left out: a tick may always have one queued)."""
     from sqlalchemy import func, select
 
     from search2o.storage.job_models import Job
@@ -379,7 +386,7 @@ def wait_for_jobs(database_url: str, within_s: float) -> int:
                     session.scalar(
                         select(func.count())
                         .select_from(Job)
-                        .where(Job.state.in_(("queued", "running")))
+                        .where(Job.kind == kind, Job.state.in_(("queued", "running")))
                     )
                     or 0
                 )
