@@ -94,6 +94,7 @@ class Results:
     statuses: Counter[int] = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
     leaks: list[str] = field(default_factory=list)
+    own: Counter[str] = field(default_factory=Counter)  # answers holding a canary they may see
     conversations: dict[str, tuple[SimUser, list[str]]] = field(default_factory=dict)
     uploads: dict[str, tuple[str, str]] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -203,9 +204,12 @@ class _Session:
             http.close()
 
     def scan(self, operation: str, text: str) -> None:
-        for found in set(CANARY.findall(text)) - self.allowed:
-            with self.results.lock:
-                self.results.leaks.append(f"{self.user.email} saw {found} in {operation}")
+        found = set(CANARY.findall(text))
+        with self.results.lock:
+            for leaked in found - self.allowed:
+                self.results.leaks.append(f"{self.user.email} saw {leaked} in {operation}")
+            if found & self.allowed:
+                self.results.own[operation] += 1
 
     def chat(
         self,
@@ -331,8 +335,9 @@ def _upload_loop(
         else:
             with results.lock:
                 results.uploads[f"upload:{name}"] = (group, text)
-        for found in set(CANARY.findall(response.text)) - admin:
-            results.leaks.append(f"upload answer held {found}")
+        with results.lock:
+            for found in set(CANARY.findall(response.text)) - admin:
+                results.leaks.append(f"upload answer held {found}")
         n += 1
         time.sleep(0.5)  # a trickle of uploads beside the users, as an editor publishes
 

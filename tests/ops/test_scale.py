@@ -95,6 +95,8 @@ def test_users_on_three_api_processes_and_two_workers(
     assert results.server_errors == 0, results.failures
     assert results.failures == []
     assert results.leaks == []
+    # The control of the leak check: users do see their own canaries (memory, group document).
+    assert results.own["memory search"] > 0 and results.own["search"] > 0, results.own
     assert problems == []
     assert left == 0, "jobs still queued or running a minute after the load"
     assert all(counts.values()), counts
