@@ -71,6 +71,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ],
         "recall@5",
     ),
+    "load.py": (["--users", "2", "--seconds", "3", "--processes", "1"], "p50 / p95 / p99"),
     "mcp.py": (["--queries", "3"], "search over HTTP"),
     "jobs.py": (
         [

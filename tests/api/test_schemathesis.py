@@ -27,6 +27,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from search2o import accounts
 from search2o.api.app import create_app
 from search2o.knowledge.access import AccessList
 from search2o.runtime import Runtime
@@ -90,7 +91,13 @@ def seeded(runtime: Runtime) -> dict[str, str]:
     )
     ann = runtime.principal_for("ann@example.com")
     runtime.agents.put(TRAVEL.read_bytes(), name="travel", fmt="json", admin=ann)
-    return {"admin": admin.removeprefix("Bearer "), "plain": plain.removeprefix("Bearer ")}
+    with runtime.database.session() as session:
+        surface = accounts.issue_surface_token(session, "slack")
+    return {
+        "admin": admin.removeprefix("Bearer "),
+        "plain": plain.removeprefix("Bearer "),
+        "surface": surface,
+    }
 
 
 @pytest.fixture
@@ -106,7 +113,8 @@ def fuzzed(token_runtime: Runtime) -> Iterator[tuple[httpx.Client, dict[str, str
         yield client, tokens
 
 
-@pytest.mark.parametrize("user", ["admin", "plain"])
+# The surface's service token reaches what only surfaces may call (/v1/surfaces/...).
+@pytest.mark.parametrize("user", ["admin", "plain", "surface"])
 def test_every_operation_keeps_the_contract_under_fuzzing(
     fuzzed: tuple[httpx.Client, dict[str, str]], user: str, tmp_path: Path
 ) -> None:
@@ -120,8 +128,28 @@ def test_every_operation_keeps_the_contract_under_fuzzing(
         for path in paths.values()
         for method in path
     )
-    # /mcp and its RFC 9728 metadata are no OpenAPI operations (docs/mcp.md).
+    # /mcp and its RFC 9728 metadata are no OpenAPI operations (docs/mcp.md), nor are the
+    # messengers' webhooks: tests/api/test_fuzz_webhooks.py fuzzes those, validly signed.
     assert not any("mcp" in path or "well-known" in path for path in paths)
+    assert not any(path.startswith(("/slack", "/telegram", "/mattermost")) for path in paths)
+    # What the surfaces added since the hardening review is in the document, so in this run:
+    # sign-in and sessions, a user's own tokens, the surfaces' identity and thread routes, and
+    # the page a user reads (the chat request's ``page``).
+    added = {
+        "/v1/auth/session",
+        "/v1/auth/oidc/login",
+        "/v1/auth/oidc/callback",
+        "/v1/auth/logout",
+        "/v1/auth/link/{value}",
+        "/v1/me/tokens",
+        "/v1/me/tokens/{token_id}",
+        "/v1/surfaces/identities",
+        "/v1/surfaces/link-codes",
+        "/v1/surfaces/threads/{workspace}/{channel}/{thread}",
+    }
+    assert added <= set(paths), added - set(paths)
+    chat = client.get("/openapi.json").json()["components"]["schemas"]["ChatRequest"]
+    assert "page" in chat["properties"]
     tested = re.search(r"Tested: (\d+)", result.stdout)
     assert tested is not None and int(tested.group(1)) == operations, result.stdout[-3000:]
 

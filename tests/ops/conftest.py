@@ -1,19 +1,25 @@
-"""Helpers of the operations tests: a Prometheus scrape, a chat's events, real processes."""
+"""Helpers of the operations tests: a Prometheus scrape, a chat's events, a slow model.
+
+The real processes (``search2o serve``, ``search2o worker``, Redis) are in
+:mod:`tests.ops.processes`.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
+import shutil
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.ops.processes import redis_server
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -43,70 +49,7 @@ def streamed_chat(client: httpx.Client, message: str, **headers: str) -> list[st
     return kinds
 
 
-# --- real processes -------------------------------------------------------------------------
-
-
-def process_env(data_dir: Path, database_url: str, **extra: str) -> dict[str, str]:
-    """The environment of a search2o process: this one's, less any ``SEARCH2O_*``, plus ours."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEARCH2O_", "PROMETHEUS_"))}
-    if env.get("PYTHONPATH"):  # the sources under test, wherever the process starts
-        env["PYTHONPATH"] = os.pathsep.join(
-            str(Path(part).resolve()) for part in env["PYTHONPATH"].split(os.pathsep)
-        )
-    env.update(
-        SEARCH2O_DATA_DIR=str(data_dir),
-        SEARCH2O_DATABASE_URL=database_url,
-        SEARCH2O_AUTH_MODE="token",
-        SEARCH2O_LOG_FORMAT="json",
-        HF_HUB_OFFLINE="1",
-        NO_COLOR="1",
-    )
-    env.update(extra)
-    return env
-
-
-def wait_ready(base_url: str, within_s: float = 90) -> httpx.Response:
-    """Poll ``/v1/health/ready`` until it answers 200; fail after ``within_s`` seconds."""
-    deadline = time.monotonic() + within_s
-    last: httpx.Response | str = "no answer"
-    while time.monotonic() < deadline:
-        try:
-            last = httpx.get(f"{base_url}/v1/health/ready", timeout=5)
-            if last.status_code == 200:
-                return last
-        except httpx.TransportError as exc:
-            last = repr(exc)
-        time.sleep(0.25)
-    raise AssertionError(f"{base_url} not ready within {within_s} s: {last!r}")
-
-
-def children(pid: int) -> list[int]:
-    """Return the ids of the live processes whose parent is ``pid`` (read from ``/proc``)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after it.
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def stop(proc: subprocess.Popen[str], timeout_s: float = 60) -> int:
-    """SIGTERM ``proc`` and return its exit status (killed and failed after ``timeout_s``)."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"process {proc.pid} did not stop within {timeout_s} s") from None
+# --- a slow model endpoint ----------------------------------------------------------------
 
 
 class SlowModel(ThreadingHTTPServer):
@@ -192,3 +135,38 @@ class _SlowHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the caller went away (stopped mid-answer)
         self.close_connection = True
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``redis-server`` on a free loopback port for the session, without persistence."""
+    try:
+        with redis_server(tmp_path_factory.mktemp("redis")) as url:
+            yield url
+    except RuntimeError as exc:
+        pytest.fail(f"the scale and fault tests run on a real Redis: {exc}")
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[Any]:
+    """A PostgreSQL server of this test's own (pgserver) that the test may stop and restart.
+
+    The session's server (``pg_server``) is left alone: other tests' databases live there.
+    """
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix="search2o-pg-down-")
+    server = pgserver.get_server(folder, cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.ensure_postgres_running()  # cleanup stops a running server only
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def stop_postgres(server: Any) -> None:
+    """Stop ``server`` (pgserver) the way an operator would: ``pg_ctl stop -m fast``."""
+    from pgserver._commands import pg_ctl
+
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=60)

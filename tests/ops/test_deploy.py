@@ -41,7 +41,7 @@ from search2o.config import Settings, load_settings
 from search2o.runtime import Runtime
 from tests.api.test_api import add_user, serve
 from tests.conftest import free_port
-from tests.ops.conftest import process_env, wait_ready
+from tests.ops.processes import process_env, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -9,11 +9,8 @@ anyio's thread limiter really saturated by blocked threads.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -29,7 +26,7 @@ from search2o.runtime import Runtime
 from search2o.storage.db import Database
 from tests.api.test_api import serve
 from tests.conftest import MemoEmbedder, _pg_url
-from tests.ops.conftest import value
+from tests.ops.conftest import stop_postgres, value
 
 pytestmark = pytest.mark.slow
 
@@ -160,21 +157,6 @@ def test_saturated_thread_pool_is_reported_and_the_database_still_checked(
     assert "all 2 worker threads are busy" in report.checks["thread_pool"].detail
 
 
-@pytest.fixture
-def own_postgres() -> Iterator[Any]:
-    """A PostgreSQL server of this test's own (pgserver) that the test may stop and restart."""
-    import pgserver
-
-    folder = tempfile.mkdtemp(prefix="search2o-pg-down-")
-    server = pgserver.get_server(folder, cleanup_mode="delete")
-    try:
-        yield server
-    finally:
-        server.ensure_postgres_running()  # cleanup stops a running server only
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def _poll(client: httpx.Client, path: str, status: int, within_s: float) -> httpx.Response:
     deadline = time.monotonic() + within_s
     while True:
@@ -187,8 +169,6 @@ def _poll(client: httpx.Client, path: str, status: int, within_s: float) -> http
 def test_ready_turns_503_while_postgres_is_down_and_200_after(
     own_postgres: Any, tmp_path: Any, embedder: MemoEmbedder
 ) -> None:
-    from pgserver._commands import pg_ctl
-
     url = _pg_url(own_postgres, "postgres")
     chosen = Settings(data_dir=tmp_path / "data", database_url=url)
     with (
@@ -196,12 +176,7 @@ def test_ready_turns_503_while_postgres_is_down_and_200_after(
         serve(create_app(chosen, runtime=rt)) as client,
     ):
         assert client.get("/v1/health/ready").status_code == 200
-        pg_ctl(
-            ["-w", "-m", "fast", "stop"],
-            pgdata=own_postgres.pgdata,
-            user=own_postgres.system_user,
-            timeout=60,
-        )
+        stop_postgres(own_postgres)
         started = time.monotonic()
         down = client.get("/v1/health/ready")
         asked_s = time.monotonic() - started

@@ -28,15 +28,8 @@ from search2o.storage.models import Conversation
 from search2o.storage.run_models import Run
 from tests.api.test_api import add_user
 from tests.conftest import free_port
-from tests.ops.conftest import (
-    SlowModel,
-    children,
-    process_env,
-    samples,
-    stop,
-    wait_ready,
-)
-from tests.test_cli import SCRIPT
+from tests.ops.conftest import SlowModel, samples
+from tests.ops.processes import SCRIPT, children, cmdline, process_env, start, stop, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -46,13 +39,6 @@ def _token(data_dir: Path, database_url: str) -> dict[str, str]:
     settings = Settings(data_dir=data_dir, database_url=database_url, auth_mode="token")
     with Runtime(settings) as runtime:
         return add_user(runtime, "ann@example.com", admin=True)
-
-
-def _start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[str]:
-    with log.open("w") as out:
-        return subprocess.Popen(
-            [str(SCRIPT), "serve", *args], stdout=out, stderr=subprocess.STDOUT, text=True, env=env
-        )
 
 
 @pytest.mark.parametrize("how", ["option", "setting"])
@@ -91,11 +77,11 @@ def test_worker_processes_share_one_database_and_all_stop_on_sigterm(
     (metrics_dir / "counter_999999.db").write_bytes(b"stale")  # wiped at the start
     env = process_env(tmp_path / "data", database_url, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
     log = tmp_path / "serve.log"
-    proc = _start(env, log, "--workers", "2", "--port", str(port))
+    proc = start(env, log, "serve", "--workers", "2", "--port", str(port))
     try:
         wait_ready(base)
         # uvicorn's worker processes (multiprocessing spawns them), not its resource tracker.
-        workers = [pid for pid in children(proc.pid) if b"spawn_main" in _cmdline(pid)]
+        workers = [pid for pid in children(proc.pid) if b"spawn_main" in cmdline(pid)]
         assert len(workers) == 2, (workers, log.read_text())
         # One conversation, each turn on a new connection: any process may take it.
         first = httpx.post(
@@ -142,23 +128,15 @@ def test_worker_processes_share_one_database_and_all_stop_on_sigterm(
     assert code == 0, output[-3000:]
     assert output.rstrip().endswith("search2o stopped")
     deadline = time.monotonic() + 10
-    while [pid for pid in workers if _cmdline(pid)] and time.monotonic() < deadline:
+    while [pid for pid in workers if cmdline(pid)] and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [pid for pid in workers if _cmdline(pid)]  # every worker ended
+    assert not [pid for pid in workers if cmdline(pid)]  # every worker ended
     with (
         Runtime(Settings(data_dir=tmp_path / "data", database_url=database_url)) as rt,
         rt.database.session() as session,
     ):
         running = session.scalars(select(Job.id).where(Job.state == "running")).all()
     assert running == []  # every consumer finished or released its jobs
-
-
-def _cmdline(pid: int) -> bytes:
-    """The command line of a live process, or ``b""`` once it is gone (or a zombie)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 def _stream_until_first_delta(
@@ -199,7 +177,7 @@ def test_sigterm_drains_an_answer_in_flight(
         tmp_path / "data", database_url, SEARCH2O_SERVE__DRAIN_S=str(drain_s), **model.env()
     )
     log = tmp_path / "serve.log"
-    proc = _start(env, log, "--port", str(port))
+    proc = start(env, log, "serve", "--port", str(port))
     events: list[str] = []
     started = threading.Event()
     try:

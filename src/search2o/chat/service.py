@@ -36,7 +36,7 @@ from search2o.agents.registry import AgentRegistry
 from search2o.agents.runner import AgentRunner, PreparedRun
 from search2o.chat.runs import LiveRuns, RunInfo, RunStore
 from search2o.config import Settings
-from search2o.errors import InputError
+from search2o.errors import InputError, StorageError
 from search2o.events import ConversationEvent, DoneEvent, ErrorEvent, Event, error_event
 from search2o.query.page import check_page
 from search2o.query.turn import PreparedTurn, TurnEngine
@@ -320,17 +320,39 @@ class ChatService:
         except asyncio.CancelledError:
             # The process is going away: let the answer store what it wrote, then go.
             stop.set()
-            if step is not None and not step.done():
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(asyncio.shield(step), _DRAIN_S)
+            await _settle(step)
             raise
+        except StorageError as exc:
+            # Its events cannot be recorded (the database went away mid-answer): stop the
+            # answer and end it for its followers with the error, so a client gets a clear 503
+            # instead of waiting for events that never come. Once the database is back, the
+            # runs sweeper interrupts the run (its heartbeat stopped) and stores what it wrote.
+            stop.set()
+            await _settle(step)
+            seq += 1
+            self.live.publish(run_id, seq, error_event(exc, conversation_id=conversation))
         finally:
-            if step is None or step.done():
-                await aio.aclose(iterator)
-            with contextlib.suppress(Exception):
-                await flush()
-            await asyncio.to_thread(self.runs.finish, run_id, status)
-            self.live.close(run_id)
+            try:
+                if step is None or step.done():
+                    await aio.aclose(iterator)
+                with contextlib.suppress(Exception):
+                    await flush()
+                try:
+                    await asyncio.to_thread(self.runs.finish, run_id, status)
+                except StorageError as exc:
+                    log.warning(
+                        "a run could not be finished; the runs sweeper will",
+                        extra={"fields": {"run_id": run_id, "error": type(exc).__name__}},
+                    )
+            finally:
+                self.live.close(run_id)  # followers here end, whatever the database said
+
+
+async def _settle(step: asyncio.Future[Event] | None) -> None:
+    """Give the engine's pending step up to ``_DRAIN_S`` to see the stop flag and finish."""
+    if step is not None and not step.done():
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(step), _DRAIN_S)
 
 
 _DRAIN_S = 10.0
