@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from search2o.runtime import Runtime
@@ -115,7 +115,7 @@ SLACK_ACTION = st.fixed_dictionaries(
 )
 
 
-def test_slack_events_and_interactions_with_valid_signatures(
+def test_slack_events_with_valid_signatures(
     slack_env: SlackFactory,  # noqa: F811 (the imported fixture)
 ) -> None:
     env = slack_env()
@@ -128,17 +128,44 @@ def test_slack_events_and_interactions_with_valid_signatures(
         response = env.http.post("/slack/events", content=raw, headers=signed(SLACK_SECRET, raw))
         _no_server_error(response, {200, 400, 413, 422}, seen)
 
+    events()
+    assert seen[200] > 0, seen  # the signatures were good: some bodies got through
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an interaction payload whose `team` (or `user`) is not an object is a 500: "
+    "search2o/surfaces/slack/pipeline.py take_interaction calls .get on it (found by this test)",
+)
+def test_slack_interactions_with_valid_signatures(
+    slack_env: SlackFactory,  # noqa: F811 (the imported fixture)
+) -> None:
+    env = slack_env()
+    seen: Counter[int] = Counter()
+
     @FUZZ
     @given(payload=SLACK_ACTION | ANY_JSON)
+    @example(payload={"type": "block_actions", "team": ["T1"]})  # what a run found: a 500
     def interactions(payload: Any) -> None:
-        raw = httpx.QueryParams({"payload": json.dumps(payload)}).__str__().encode()
+        raw = str(httpx.QueryParams({"payload": json.dumps(payload)})).encode()
         headers = signed(SLACK_SECRET, raw, content_type="application/x-www-form-urlencoded")
         response = env.http.post("/slack/interactions", content=raw, headers=headers)
         _no_server_error(response, {200, 400, 413, 422}, seen)
 
-    events()
     interactions()
-    assert seen[200] > 0, seen  # the signatures were good: some bodies got through
+    assert seen[200] > 0, seen
+
+
+@pytest.mark.xfail(strict=True, reason="the same bug, the smallest body: `team` a list is a 500")
+def test_a_slack_interaction_whose_team_is_a_list_is_not_a_server_error(
+    slack_env: SlackFactory,  # noqa: F811 (the imported fixture)
+) -> None:
+    """The smallest body the fuzz found: ``team`` a list; a 4xx (or an ignored 200) once fixed."""
+    env = slack_env()
+    raw = str(httpx.QueryParams({"payload": json.dumps({"type": "block_actions", "team": ["T1"]})}))
+    headers = signed(SLACK_SECRET, raw.encode(), content_type="application/x-www-form-urlencoded")
+    response = env.http.post("/slack/interactions", content=raw.encode(), headers=headers)
+    assert response.status_code in (200, 400, 422), response.text
 
 
 TELEGRAM_UPDATE = st.fixed_dictionaries(
