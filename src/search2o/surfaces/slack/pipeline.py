@@ -74,9 +74,9 @@ class SlackPipeline:
         """
         if payload.get("type") != "block_actions":
             return Outcome("ignored")
-        team = str((payload.get("team") or {}).get("id") or "")
-        channel = str((payload.get("channel") or {}).get("id") or "")
-        for action in payload.get("actions") or []:
+        team, channel = _object_id(payload, "team"), _object_id(payload, "channel")
+        actions = payload.get("actions")
+        for action in actions if isinstance(actions, list) else []:
             if not isinstance(action, dict) or action.get("action_id") not in FEEDBACK_ACTIONS:
                 continue
             number, _, rating = str(action.get("value") or "").partition(":")
@@ -98,3 +98,13 @@ class SlackPipeline:
             )
             return Outcome("rated", delivery.id)
         return Outcome("ignored")
+
+
+def _object_id(payload: dict[str, Any], key: str) -> str:
+    """Return ``payload[key]["id"]`` as text, or ``""`` when ``payload[key]`` is not an object.
+
+    Slack sends ``team`` and ``channel`` as objects (``{"id": "T…", …}``, "Interactivity:
+    block_actions payloads"); a signed body holding anything else is ignored, not a 500.
+    """
+    value = payload.get(key)
+    return str(value.get("id") or "") if isinstance(value, dict) else ""
