@@ -48,3 +48,40 @@ def test_create_copy_list_and_revoke_a_device_token(browser: Any, site: Site) ->
     expect(row).to_contain_text("revoked")
     assert httpx.get(site.url + "/v1/me/tokens", headers=bearer).status_code == 401
     context.close()
+
+
+def test_a_link_code_from_the_devices_page_links_a_telegram_account_to_the_user(
+    browser: Any, site: Site
+) -> None:
+    from playwright.sync_api import expect
+
+    from search2o import accounts
+
+    page = browser.new_page(viewport={"width": 1280, "height": 860})
+    page.goto(site.url + "/devices")
+    form = page.get_by_role("form", name="Get a link code")
+    form.get_by_label("Messenger").select_option("telegram")
+    form.get_by_role("button", name="Get a link code").click()
+    shown = page.get_by_role("region", name="New link code")
+    expect(shown).to_contain_text("Telegram link code")
+    code = shown.locator("code").inner_text()
+    expect(shown).to_contain_text(f"/link {code}")
+    me = httpx.get(site.url + "/v1/me", cookies=_cookies(page)).json()
+    page.close()
+
+    with site.runtime.database.session() as session:
+        telegram = {"Authorization": f"Bearer {accounts.issue_surface_token(session, 'telegram')}"}
+        slack = {"Authorization": f"Bearer {accounts.issue_surface_token(session, 'slack')}"}
+    body = {"workspace": "telegram", "external_user_id": "4242", "code": code}
+    # the code was minted for Telegram: another messenger cannot use it, and nothing is linked
+    refused = httpx.post(site.url + "/v1/surfaces/identities", json=body, headers=slack)
+    assert refused.status_code == 422 and refused.json()["detail"]["field"] == "code"
+    linked = httpx.post(site.url + "/v1/surfaces/identities", json=body, headers=telegram)
+    assert linked.status_code == 200, linked.text
+    assert linked.json()["email"] == me["email"] and linked.json()["linked_by"] == "code"
+    again = httpx.post(site.url + "/v1/surfaces/identities", json=body, headers=telegram)
+    assert again.status_code == 422  # shown once, used once
+
+
+def _cookies(page: Any) -> dict[str, str]:
+    return {c["name"]: c["value"] for c in page.context.cookies()}

@@ -1,9 +1,11 @@
 // My devices: the tokens a device (the browser extension, a script) signs in with. Create one
-// (its value is shown once, with a Copy button), list them, revoke one (`/v1/me/tokens`).
+// (its value is shown once, with a Copy button), list them, revoke one (`/v1/me/tokens`); and
+// a link code for a messenger account (LinkCode).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
 import { api, type Schemas } from "../api/client";
 import { keys } from "../api/queries";
+import { LinkCode } from "./LinkCode";
 
 type Created = Schemas["OwnTokenCreated"];
 
@@ -125,6 +127,7 @@ export function DevicesPage() {
           ))}
         </tbody>
       </table>
+      <LinkCode />
     </main>
   );
 }
