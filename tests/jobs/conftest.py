@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import queue as stdlib_queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,8 +26,8 @@ import pytest
 from search2o.config import JobSettings
 from search2o.jobs import JobQueue, JobRegistry
 from search2o.storage.db import Database
-from tests.conftest import free_port
 from tests.jobs.kinds import build_registry, create_tables
+from tests.ops.processes import redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,45 +66,11 @@ def wait_until(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``redis-server`` on a free loopback port for the session, without persistence."""
-    binary = shutil.which("redis-server") or (
-        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
-    )
-    if binary is None:
-        pytest.fail(
-            "redis-server is not installed; the job queue suite runs on a real Redis: "
-            "install it (Debian/Ubuntu: apt-get install redis-server)"
-        )
-    import redis
-
-    port = free_port()
-    folder = tmp_path_factory.mktemp("redis")
-    process = subprocess.Popen(
-        [
-            *(binary, "--port", str(port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no"),
-            *("--dir", str(folder), "--logfile", str(folder / "redis.log")),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"redis-server did not start: {(folder / 'redis.log').read_text()}")
-            time.sleep(0.05)
-    client.close()
     try:
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+        with redis_server(tmp_path_factory.mktemp("redis")) as url:
+            yield url
+    except RuntimeError as exc:
+        pytest.fail(f"the job queue suite runs on a real Redis: {exc}")
 
 
 @dataclass
