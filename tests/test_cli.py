@@ -162,6 +162,8 @@ def test_users_set_changes_admin_groups_and_plan_and_guards_the_last_admin(cli: 
     token = out(cli.ok("users", "add", "b@example.com")).strip().splitlines()[-1]
     shown = out(cli.ok("users", "set", "B@example.com", "--admin", "--groups", "hr, eng,hr"))
     assert "b@example.com: groups hr, eng; plan free; admin yes" in shown
+    shown = out(cli.ok("users", "set", "b@example.com", "-g", "eng", "--group", "ops"))
+    assert "b@example.com: groups eng, ops; plan free; admin yes" in shown  # as `users add`
     cli.ok("users", "set", "b@example.com", "--plan", "paid", "--no-admin", "--groups", "")
     row = next(u for u in users_json(cli) if u["email"] == "b@example.com")
     assert (row["groups"], row["plan"], row["admin"]) == ([], "paid", False)
@@ -171,6 +173,7 @@ def test_users_set_changes_admin_groups_and_plan_and_guards_the_last_admin(cli: 
         ((), "options"),
         (("--plan", "gold"), "plan"),
         (("--groups", "h r"), "groups"),
+        (("--group", "hr", "--groups", "eng"), "groups"),
     ]:
         line = error_line(cli("users", "set", "b@example.com", *args), 2)
         assert line.startswith(f"error: {field}: "), line

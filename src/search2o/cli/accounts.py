@@ -92,6 +92,12 @@ def users_set(
     admin: Annotated[
         bool | None, typer.Option("--admin/--no-admin", help="Make or stop being an admin.")
     ] = None,
+    group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group", "-g", help="Replace the groups with these (repeatable, as in `users add`)."
+        ),
+    ] = None,
     groups: Annotated[
         str | None,
         typer.Option(help="Replace the groups: comma-separated, e.g. hr,eng ('' for none)."),
@@ -100,12 +106,15 @@ def users_set(
 ) -> None:
     """Change a user's admin flag, groups or plan; it applies from their next request.
 
-    The last admin cannot be demoted.
+    The last admin cannot be demoted. Groups are given as ``--group`` (repeatable) or as one
+    comma-separated ``--groups`` (``''`` clears them), not both.
     """
-    names = None if groups is None else [g for g in groups.split(",") if g.strip()]
+    if group and groups is not None:
+        raise InputError("groups", "give --group (repeatable) or --groups, not both")
+    names = group or (None if groups is None else [g for g in groups.split(",") if g.strip()])
     change = UserChange(groups=names, is_admin=admin, plan=plan)
     if change == UserChange():
-        raise InputError("options", "give --admin/--no-admin, --groups or --plan")
+        raise InputError("options", "give --admin/--no-admin, --group/--groups or --plan")
     with open_runtime() as runtime, runtime.database.session() as session:
         try:
             user = update_user(session, email, change)
