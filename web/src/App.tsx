@@ -109,7 +109,7 @@ export function App() {
             ?
           </button>
           {session?.signed_in ? (
-            <span className="who" dir="auto" title={session.email ?? undefined}>
+            <span className="who fold-narrow" dir="auto" title={session.email ?? undefined}>
               {session.name}
             </span>
           ) : null}
