@@ -56,7 +56,8 @@ from rich.table import Table  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.query.doubles import ScriptedChatModel, Step, TextDelta  # noqa: E402
-from tests.surfaces.slack.conftest import SECRET, settings_for  # noqa: E402
+from tests.surfaces.environment import surface_settings  # noqa: E402
+from tests.surfaces.slack.conftest import BOT_TOKEN, SECRET  # noqa: E402
 from tests.surfaces.slack.fake_slack import (  # noqa: E402
     BOT_USER,
     FakeSlack,
@@ -122,7 +123,7 @@ def main() -> None:
         stack.callback(database.close)
         with database.session() as session:
             token = accounts.issue_surface_token(session, "slack")
-        with FakeSlack(token="xoxb-test") as fake:
+        with FakeSlack(token=BOT_TOKEN) as fake:
             config = {
                 "data_dir": str(data / "data"),
                 "database_url": url,
@@ -161,15 +162,18 @@ def main() -> None:
 
 def serve(config: dict[str, Any]) -> None:
     """Run the server or the worker of the benchmark (a ``--serve`` child) until SIGTERM."""
-    settings = settings_for(
-        Path(config["data_dir"]),
-        config["database_url"],
-        config["api_url"],
-        config["token"],
-        config["port"],
-        stream=True,
-        update_every_s=0.5,
-        update_budget=1000,
+    section = {
+        "bot_token": BOT_TOKEN,
+        "signing_secret": SECRET,
+        "mode": "http",
+        "api_url": config["api_url"],
+        "service_token": config["token"],  # the one the parent issued
+        "stream": True,
+        "update_every_s": 0.5,
+        "update_budget": 1000,
+    }
+    settings = surface_settings(
+        "slack", Path(config["data_dir"]), config["database_url"], section, port=config["port"]
     )
     in_server = config["role"] == "server" and config.get("in_server")
     jobs: dict[str, Any] = {"server_workers": config["workers"] if in_server else 0}
