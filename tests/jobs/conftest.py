@@ -27,7 +27,7 @@ from search2o.config import JobSettings
 from search2o.jobs import JobQueue, JobRegistry
 from search2o.storage.db import Database
 from tests.jobs.kinds import build_registry, create_tables
-from tests.ops.processes import redis_server
+from tests.ops.processes import redis_url_fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,14 +63,7 @@ def wait_until(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
         time.sleep(0.02)
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real ``redis-server`` on a free loopback port for the session, without persistence."""
-    try:
-        with redis_server(tmp_path_factory.mktemp("redis")) as url:
-            yield url
-    except RuntimeError as exc:
-        pytest.fail(f"the job queue suite runs on a real Redis: {exc}")
+redis_url = redis_url_fixture("the job queue suite")
 
 
 @dataclass

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ops.processes import redis_server
+from tests.ops.processes import redis_url_fixture
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -137,14 +137,7 @@ class _SlowHandler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real ``redis-server`` on a free loopback port for the session, without persistence."""
-    try:
-        with redis_server(tmp_path_factory.mktemp("redis")) as url:
-            yield url
-    except RuntimeError as exc:
-        pytest.fail(f"the scale and fault tests run on a real Redis: {exc}")
+redis_url = redis_url_fixture("the scale and fault tests")
 
 
 @pytest.fixture

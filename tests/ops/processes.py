@@ -4,7 +4,7 @@ What the operations tests and ``bench/load.py`` share to run the native recipe o
 docs/deployment.md for real: ``search2o serve`` and ``search2o worker`` subprocesses on one
 database, a ``redis-server`` for the job queue, and :class:`Cluster`, which holds a set of them
 (API processes on their own ports, workers) and can kill and restart any one. Nothing here
-imports pytest, so a bench script can use it.
+imports pytest at import time, so a bench script can use it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -162,6 +163,26 @@ def redis_server(folder: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def redis_url_fixture(suite: str) -> Any:
+    """A session-scoped ``redis_url`` fixture over :func:`redis_server` for a conftest.
+
+    Each conftest that assigns it gets its own server (pytest scopes a fixture by the conftest
+    that defines it); a missing ``redis-server`` fails the test saying ``suite`` needs one.
+    """
+    import pytest  # here, not at the top: bench/load.py imports this module without pytest
+
+    @pytest.fixture(scope="session")
+    def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+        """A real ``redis-server`` on a free loopback port for the session, no persistence."""
+        try:
+            with redis_server(tmp_path_factory.mktemp("redis")) as url:
+                yield url
+        except RuntimeError as exc:
+            pytest.fail(f"{suite} runs on a real Redis: {exc}")
+
+    return redis_url
 
 
 @dataclass
