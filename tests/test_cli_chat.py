@@ -185,6 +185,25 @@ def test_token_mode_revokes_the_token_a_local_mode_start_printed(tmp_path: Path)
         _stop(proc)
 
 
+
+@pytest.mark.slow
+def test_token_mode_on_a_fresh_database_makes_no_local_admin(tmp_path: Path) -> None:
+    """A tokenless local admin would count as an admin: the real last admin could be removed."""
+    port = _free_port()
+    proc, lines = _start(_serve_env(tmp_path, SEARCH2O_AUTH_MODE="token"), "--port", str(port))
+    try:
+        assert lines[1].rstrip().endswith("(search2o users add EMAIL prints one)"), lines[1]
+    finally:
+        _stop(proc)
+    listed = subprocess.run(
+        [str(SCRIPT), "users", "list", "--json"],
+        capture_output=True,
+        text=True,
+        env=_serve_env(tmp_path, SEARCH2O_AUTH_MODE="token"),
+        check=True,
+    )
+    assert json.loads(listed.stdout) == []
+
 def test_serve_refuses_a_busy_port_before_printing_a_url(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

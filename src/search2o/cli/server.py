@@ -27,7 +27,7 @@ from rich.text import Text
 
 from search2o.accounts import (
     LOCAL_MODE_TOKEN_NAME,
-    ensure_user,
+    get_user,
     local_mode_token,
     revoke_named_tokens,
 )
@@ -35,7 +35,7 @@ from search2o.cli.chat import print_turn
 from search2o.cli.common import console, err_console, handle_errors, open_runtime, settings
 from search2o.cli.knowledge import run_ingest
 from search2o.config import Settings, server_url
-from search2o.errors import InputError
+from search2o.errors import InputError, NotFoundError
 from search2o.knowledge.access import AccessList
 from search2o.netpolicy import is_loopback_host
 from search2o.observability.metrics import MULTIPROC_ENV
@@ -147,10 +147,15 @@ def _prepare(runtime: Runtime, chosen: Settings, ingest: list[Path] | None) -> N
             )
     else:
         # A token printed by an earlier local-mode start must not carry local admin rights
-        # into token mode.
+        # into token mode. Where local mode never ran there is no local user, and none is made:
+        # a tokenless admin would count as an admin, so the real last admin could be removed.
         with runtime.database.session() as session:
-            user = ensure_user(session, chosen.local_user_email, is_admin=True)
-            revoked = revoke_named_tokens(session, user, LOCAL_MODE_TOKEN_NAME)
+            try:
+                user = get_user(session, chosen.local_user_email)
+            except NotFoundError:
+                revoked = 0
+            else:
+                revoked = revoke_named_tokens(session, user, LOCAL_MODE_TOKEN_NAME)
         console.print(
             "token mode: every request needs `Authorization: Bearer <token>` "
             "(search2o users add EMAIL prints one)"
