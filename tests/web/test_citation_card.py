@@ -21,6 +21,8 @@ def test_escape_closes_the_hover_card_and_focuses_the_chip(browser: Any, site: S
     ask(page, QUESTION)
     answer = page.locator("article.answer").last
     expect(answer).to_contain_text("20", timeout=30_000)
+    # the stored answer (rated, so no longer streamed) replaces the streamed one: hover that
+    expect(answer.get_by_role("button", name="Good answer")).to_be_visible(timeout=30_000)
     chip = answer.locator(".cite-chip").first
     card = page.get_by_role("tooltip")
     chip.hover()  # the pointer opens it; the keyboard is still in the message box

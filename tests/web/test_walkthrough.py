@@ -40,6 +40,8 @@ def test_new_user_walkthrough(browser: Any, site: Site) -> None:
     ask(page, QUESTION)
     answer = page.locator("article.answer").last
     expect(answer).to_contain_text("20", timeout=30_000)
+    # the stored answer (rated, so no longer streamed) replaces the streamed one: hover that
+    expect(answer.get_by_role("button", name="Good answer")).to_be_visible(timeout=30_000)
     chip = answer.locator(".cite-chip").first
     expect(chip).to_be_visible()
     chip.hover()

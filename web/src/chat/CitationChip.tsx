@@ -36,6 +36,11 @@ export function CitationChip({ citation }: { citation: Citation }) {
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
   }, [shown]);
+  useEffect(() => {
+    // A streamed answer is redrawn from the stored message when it ends: a chip mounted under a
+    // resting pointer gets no mouseenter, so it asks whether the pointer is already there.
+    if (chip.current?.parentElement?.matches(":hover")) setHover(true);
+  }, []);
   const leave = () => {
     setHover(false);
     setDismissed(false);
