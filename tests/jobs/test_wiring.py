@@ -29,9 +29,9 @@ pytestmark = pytest.mark.slow
 DOC = b"# Parking\n\nBicycles are parked in the basement garage next to the lockers.\n"
 
 
-def _fast(runtime: Runtime) -> Runtime:
+def _fast(runtime: Runtime, **jobs: float) -> Runtime:
     runtime.settings = runtime.settings.model_copy(
-        update={"jobs": runtime.settings.jobs.model_copy(update=FAST)}
+        update={"jobs": runtime.settings.jobs.model_copy(update={**FAST, **jobs})}
     )
     return runtime
 
@@ -112,7 +112,9 @@ def _upload_app(runtime: Runtime) -> FastAPI:
 
 
 def test_an_upload_is_ingested_by_a_job_its_uploader_follows(token_runtime: Runtime) -> None:
-    runtime = _fast(token_runtime)
+    # A lease long enough that a loaded host never takes the job back mid-ingestion: a second
+    # attempt would find the document in place and report "skipped", not "added".
+    runtime = _fast(token_runtime, lease_s=30.0, lost_after_s=90.0)
     ann = add_user(runtime, "ann@example.com", admin=True)
     bob = add_user(runtime, "bob@example.com")
     app = _upload_app(runtime)

@@ -144,7 +144,10 @@ def users_remove(
             except NotFoundError:
                 raise _known(email) from None
         if not yes:
-            confirm(f"Remove {address} with their conversations, memories and tokens?")
+            confirm(
+                f"Remove {address} with their conversations, memories, tokens, browser "
+                "sessions and linked accounts?"
+            )
         with runtime.database.session() as session:
             remove_user(session, address)
     console.print(f"removed {address}", highlight=False)
