@@ -127,6 +127,24 @@ class Database:
             session.close()
 
     @contextmanager
+    def within(self, session: Session | None) -> Iterator[Session]:
+        """Yield ``session`` as it is, or, when it is ``None``, a new one as :meth:`session`.
+
+        Lets a write join a caller's transaction (two writes, one commit) while a caller that
+        passes nothing keeps a transaction of its own. A given session is neither committed
+        nor closed here: its owner does that.
+
+        Raises:
+            StorageError: the database failed (only for a session opened here).
+
+        """
+        if session is not None:
+            yield session
+            return
+        with self.session() as own:
+            yield own
+
+    @contextmanager
     def autocommit_session(self) -> Iterator[Session]:
         """Yield a session whose every statement commits on its own (no BEGIN, no COMMIT).
 
