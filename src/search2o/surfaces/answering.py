@@ -76,7 +76,8 @@ def take_question(store: DeliveryStore, queue: JobQueue, kind: str, inbound: Inb
     """
     if store.database is not queue.database:
         raise ConfigError("a surface's delivery store and job queue must share one database")
-    with store.database.session() as session:
+    # Urgent: the messenger waits for the acknowledgement; the answers' writes can wait.
+    with store.database.session(urgent=True) as session:
         delivery, new = store.record(inbound, session)
         queue.enqueue(
             kind,
