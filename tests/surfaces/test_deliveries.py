@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 
+from search2o.errors import InputError
+from search2o.jobs import JobContext, JobQueue, JobRegistry
 from search2o.runtime import Runtime
+from search2o.storage.delivery_models import SurfaceDelivery
+from search2o.surfaces.answering import take_question
 from search2o.surfaces.deliveries import DeliveryStore, Inbound
 
 QUESTION = Inbound(
@@ -85,3 +91,35 @@ def test_the_answers_run_is_stored_and_loaded(store: DeliveryStore) -> None:
     store.set_run(delivery_id, "r" * 32)
     again = store.load(delivery_id)
     assert again is not None and again.run_id == "r" * 32
+
+
+def _answer(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+def test_a_failed_enqueue_records_nothing_so_the_retry_is_taken_as_new(
+    store: DeliveryStore, runtime: Runtime, tmp_path: Path
+) -> None:
+    # The record and its job are one transaction: a question whose job could not be stored
+    # leaves no record behind, so the messenger's retry is a new question with one job.
+    without_kind = JobQueue(
+        runtime.settings.jobs, runtime.database, JobRegistry(), data_dir=tmp_path / "a"
+    )
+    try:
+        with pytest.raises(InputError) as refused:
+            take_question(store, without_kind, "test.answer", QUESTION)
+    finally:
+        without_kind.close()
+    assert refused.value.field == "kind"
+    with runtime.database.session() as session:
+        assert session.scalar(select(func.count()).select_from(SurfaceDelivery)) == 0
+    registry = JobRegistry()
+    registry.add("test.answer", _answer)
+    with JobQueue(
+        runtime.settings.jobs, runtime.database, registry, data_dir=tmp_path / "b"
+    ) as queue:
+        retry = take_question(store, queue, "test.answer", QUESTION)
+        assert retry.status == "answered" and retry.delivery is not None
+        assert take_question(store, queue, "test.answer", QUESTION).status == "duplicate"
+        jobs = queue.list_jobs(kind="test.answer")
+    assert [job.payload for job in jobs] == [{"delivery": retry.delivery}]

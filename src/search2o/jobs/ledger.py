@@ -119,8 +119,12 @@ def insert(
     owner_id: int | None,
     max_attempts: int,
     now: datetime,
+    session: Session | None = None,
 ) -> tuple[JobInfo, bool]:
     """Insert a ``queued`` job; with a taken ``dedupe_key``, return the existing job instead.
+
+    With ``session``, the row is written in that transaction (committed with the caller's
+    other writes, or rolled back with them); else in a transaction of its own.
 
     Returns:
         ``(job, created)``: ``created`` is false when the dedupe key was already taken.
@@ -142,21 +146,21 @@ def insert(
         "created_at": now,
         "updated_at": now,
     }
-    with database.session() as session:
+    with database.within(session) as writing:
         if dedupe_key is None:
-            session.add(Job(**values))
-            session.flush()
-            row = session.get_one(Job, job_id)
+            writing.add(Job(**values))
+            writing.flush()
+            row = writing.get_one(Job, job_id)
             return JobInfo.of(row), True
         # RETURNING tells whether this statement inserted (psycopg reports no rowcount here).
         statement = (
-            dialect.insert(session, Job)
+            dialect.insert(writing, Job)
             .values(**values)
             .on_conflict_do_nothing(index_elements=["dedupe_key"])
             .returning(Job.id)
         )
-        created = session.execute(statement).first() is not None
-        row = session.scalars(select(Job).where(Job.dedupe_key == dedupe_key)).one()
+        created = writing.execute(statement).first() is not None
+        row = writing.scalars(select(Job).where(Job.dedupe_key == dedupe_key)).one()
         return JobInfo.of(row), created
 
 

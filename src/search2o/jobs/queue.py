@@ -31,7 +31,9 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError
@@ -132,6 +134,7 @@ class JobQueue:
         dedupe_key: str | None = None,
         owner: int | None = None,
         max_attempts: int | None = None,
+        session: Session | None = None,
     ) -> JobInfo:
         """Add a job of ``kind``; with a ``dedupe_key`` already used, return that job (a no-op).
 
@@ -144,6 +147,9 @@ class JobQueue:
                 after it finished). Put the owner in per-user keys.
             owner: the user id the job belongs to (:meth:`get` answers only them).
             max_attempts: 1-100; default: the kind's, else ``jobs.max_attempts``.
+            session: a transaction of this queue's database to write the row in, committed
+                by the caller with its own writes (a surface's delivery record and its job:
+                one commit, both or neither); default: a transaction of its own.
 
         Returns:
             The job as stored (``queued`` unless it is an earlier job with the same key).
@@ -154,8 +160,9 @@ class JobQueue:
             ConflictError: ``dedupe_key`` belongs to a job of another kind or owner.
             StorageError: the database failed.
 
-        The message to the transport is sent after the row is committed; when sending fails
-        the job is still kept and the sweeper sends it after ``jobs.lost_after_s``.
+        The message to the transport is sent after the row is committed (with ``session``:
+        when that session commits; never when it rolls back); when sending fails the job is
+        still kept and the sweeper sends it after ``jobs.lost_after_s``.
         """
         registered = self.registry.get(kind)
         if registered is None:
@@ -191,6 +198,7 @@ class JobQueue:
                 owner_id=owner,
                 max_attempts=attempts,
                 now=utcnow(),
+                session=session,
             )
         except IntegrityError as exc:  # the owner's foreign key: ids are random, keys upserted
             raise InputError("owner", f"no user has id {owner}") from exc
@@ -200,9 +208,18 @@ class JobQueue:
                     f"dedupe_key {dedupe_key!r} is taken by a job of another kind or owner"
                 )
             return job
-        self._send(job.id)
-        log.info("job queued", extra={"fields": {"job": job.id, "kind": kind}})
+        if session is None:
+            self._sent(job)
+        else:
+            # A message for a row that may still roll back would be refused by the ledger
+            # anyway, but sending it only after the commit keeps the message's meaning.
+            event.listen(session, "after_commit", lambda _s: self._sent(job), once=True)
         return job
+
+    def _sent(self, job: JobInfo) -> None:
+        """Send a newly committed job's message and log it."""
+        self._send(job.id)
+        log.info("job queued", extra={"fields": {"job": job.id, "kind": job.kind}})
 
     def get(self, job_id: str, owner: int | None = None) -> JobInfo:
         """Return job ``job_id``, owner-checked: :func:`search2o.jobs.lookup.find_job`."""

@@ -2,7 +2,8 @@
 
 A :class:`Database` owns its engine and applies Alembic migrations when it opens, so callers
 never remember a manual setup step. SQLite connections get WAL journaling, foreign keys and a
-busy timeout (SQLite documentation, "Write-Ahead Logging", "PRAGMA foreign_keys").
+busy timeout (SQLite documentation, "Write-Ahead Logging", "PRAGMA foreign_keys"), and their
+write transactions queue at one gate per database (:mod:`search2o.storage.writegate`).
 
 Engines run with ``hide_parameters=True`` (SQLAlchemy, ``create_engine``): statement
 parameters hold document text, messages and emails, so they never appear in an error's text,
@@ -15,7 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -29,17 +30,21 @@ from sqlalchemy.pool import NullPool
 from search2o.errors import ConfigError, StorageError
 from search2o.private_dir import ensure_private_dir
 from search2o.storage.models import Counter
+from search2o.storage.writegate import GatedConnection, WriteGate, urgent_writes
 
 __all__ = ["Backend", "Database", "bump_counter", "read_counter"]
 
 Backend = Literal["sqlite", "postgresql"]
 
 
+_BUSY_TIMEOUT_MS = 10000
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     # Deleted content is overwritten with zeros, not left in free pages of the file
     # (SQLite documentation, "PRAGMA secure_delete").
@@ -91,13 +96,22 @@ class Database:
                     ) from exc
             # SQLAlchemy's default for a file: a QueuePool of connections shared across threads
             # (``check_same_thread=False``); opening one costs ~0.7 ms with the pragmas below,
-            # a tenth of a memory search.
+            # a tenth of a memory search. Their writers queue in order at one gate
+            # (search2o.storage.writegate) instead of racing in SQLite's busy handler.
+            kwargs["connect_args"] = {"factory": GatedConnection}
         else:
             _require_postgres_driver(parsed.get_driver_name())
             kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=10)
         self.engine: Engine = create_engine(parsed, hide_parameters=True, **kwargs)
         if self.backend == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            gate = WriteGate(_BUSY_TIMEOUT_MS / 1000)
+
+            def _gate(dbapi_connection: Any, _record: Any) -> None:
+                if isinstance(dbapi_connection, GatedConnection):
+                    dbapi_connection.gate = gate
+
+            event.listen(self.engine, "connect", _gate)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if migrate:
             try:
@@ -107,11 +121,14 @@ class Database:
                 raise
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
+    def session(self, *, urgent: bool = False) -> Iterator[Session]:
         """Yield a session inside one transaction.
 
         Committed on success, rolled back on any exception (``KeyboardInterrupt`` included),
-        so nothing half-written stays behind.
+        so nothing half-written stays behind. ``urgent``: on SQLite, its writes go before the
+        writes other threads of this process are waiting to start
+        (:mod:`search2o.storage.writegate`; for what someone waits on at once, such as a
+        messenger's acknowledgement); no effect on PostgreSQL.
 
         Raises:
             StorageError: the database failed (the original error is chained).
@@ -119,12 +136,30 @@ class Database:
         """
         session = self._sessions()
         try:
-            with session.begin():
+            with urgent_writes() if urgent else nullcontext(), session.begin():
                 yield session
         except OperationalError as exc:
             raise StorageError(f"database error: {_one_line(exc)}") from exc
         finally:
             session.close()
+
+    @contextmanager
+    def within(self, session: Session | None) -> Iterator[Session]:
+        """Yield ``session`` as it is, or, when it is ``None``, a new one as :meth:`session`.
+
+        Lets a write join a caller's transaction (two writes, one commit) while a caller that
+        passes nothing keeps a transaction of its own. A given session is neither committed
+        nor closed here: its owner does that.
+
+        Raises:
+            StorageError: the database failed (only for a session opened here).
+
+        """
+        if session is not None:
+            yield session
+            return
+        with self.session() as own:
+            yield own
 
     @contextmanager
     def autocommit_session(self) -> Iterator[Session]:

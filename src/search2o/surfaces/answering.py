@@ -1,9 +1,10 @@
 """The shape every messenger's answer job shares: take a question, answer it once, never silently.
 
 The pipelines' side (:func:`take_question`): record a normalised question once in the shared
-delivery store and enqueue its one answer job (dedupe key ``<kind>:<delivery id>``); a
-question seen before is enqueued again with the same key, a no-op when its job exists, so a
-first take that recorded it and then failed to enqueue is not lost.
+delivery store and enqueue its one answer job (dedupe key ``<kind>:<delivery id>``) in one
+transaction, so the record and its job are committed together or not at all; a question seen
+before is enqueued again with the same key, a no-op when its job exists, so no record is left
+without its job (one written before both were one transaction included).
 
 The jobs' side (:class:`AnswerJob`), whatever the messenger:
 
@@ -33,7 +34,7 @@ from typing import Any, ClassVar
 
 from search2o.client import Client
 from search2o.config import MessengerSettings
-from search2o.errors import InputError
+from search2o.errors import ConfigError, InputError
 from search2o.jobs.context import JobContext
 from search2o.jobs.queue import JobQueue
 from search2o.surfaces.deliveries import Delivery, DeliveryStore, Inbound, failure_notice
@@ -62,9 +63,28 @@ def answer_dedupe_key(kind: str, delivery_id: int) -> str:
 
 
 def take_question(store: DeliveryStore, queue: JobQueue, kind: str, inbound: Inbound) -> Outcome:
-    """Record ``inbound`` once and enqueue its answer job ``kind`` (module docstring)."""
-    delivery, new = store.record(inbound)
-    queue.enqueue(kind, {"delivery": delivery}, dedupe_key=answer_dedupe_key(kind, delivery))
+    """Record ``inbound`` once and enqueue its answer job ``kind``, in one transaction.
+
+    One commit for both rows: the acknowledgement that follows waits for one write lock, not
+    two, and a failure to enqueue rolls the record back, so the messenger's retry is taken
+    as new (module docstring). ``store`` and ``queue`` must share one database.
+
+    Raises:
+        ConfigError: ``store`` and ``queue`` are on different databases.
+        StorageError: the database failed; nothing was recorded.
+
+    """
+    if store.database is not queue.database:
+        raise ConfigError("a surface's delivery store and job queue must share one database")
+    # Urgent: the messenger waits for the acknowledgement; the answers' writes can wait.
+    with store.database.session(urgent=True) as session:
+        delivery, new = store.record(inbound, session)
+        queue.enqueue(
+            kind,
+            {"delivery": delivery},
+            dedupe_key=answer_dedupe_key(kind, delivery),
+            session=session,
+        )
     log.info(
         "%s question %s", inbound.surface, "recorded" if new else "duplicate",
         extra={"fields": {"event": inbound.event_key, "delivery": delivery}},

@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from sqlalchemy import exists, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from search2o.crypto.envelope import associated_data, new_data_key, open_json, seal_json
 from search2o.crypto.keys import KeyProvider, WrappedKey
+from search2o.errors import StorageError
+from search2o.storage import dialect
 from search2o.storage.db import Database
 from search2o.storage.delivery_models import SurfaceCursor, SurfaceDelivery
 
@@ -94,58 +96,69 @@ class DeliveryStore:
         self.keys = keys
         self.direct_types = direct_types or {}
 
-    def record(self, inbound: Inbound) -> tuple[int, bool]:
+    def record(self, inbound: Inbound, session: Session | None = None) -> tuple[int, bool]:
         """Record ``inbound`` once; return ``(delivery id, whether it is new)``.
 
         A question seen before, by its event key or by its message (``surface, workspace,
         channel, message_key``), is not recorded again: its first row's id is returned. Two
-        deliveries racing are settled by the unique constraints.
+        deliveries racing are settled by the unique constraints: the insert is ``INSERT ... ON
+        CONFLICT DO NOTHING`` (SQLite docs, "UPSERT"; PostgreSQL docs, "INSERT ... ON
+        CONFLICT"), so the loser finds the winner's row without an error that would end the
+        transaction. With ``session`` the row is written in the caller's transaction (the
+        surface pipelines add its answer job to it: one commit); else in one of its own.
+
+        Raises:
+            StorageError: the database failed.
+
         """
-        found = self._find(inbound)
-        if found is not None:
-            return found, False
-        key = new_data_key()
-        wrapped = self.keys.wrap(key)
-        row = SurfaceDelivery(
-            surface=inbound.surface,
-            workspace=inbound.workspace,
-            channel=inbound.channel,
-            channel_type=inbound.channel_type,
-            message_key=inbound.message_key,
-            event_key=inbound.event_key,
-            thread_key=inbound.thread_key,
-            user=inbound.user,
-            state="pending",
-            kek_id=wrapped.key_id,
-            kek_version=wrapped.version,
-            wrapped_key=wrapped.blob,
-            sealed_text=seal_json(key, inbound.text, self._aad(inbound)),
-        )
-        try:
-            with self.database.session() as session:
-                session.add(row)
-                session.flush()
-                return row.id, True
-        except IntegrityError:
-            again = self._find(inbound)
-            if again is None:
-                raise
+        with self.database.within(session) as writing:
+            found = self._find(writing, inbound)
+            if found is not None:
+                return found, False
+            key = new_data_key()
+            wrapped = self.keys.wrap(key)
+            statement = (
+                dialect.insert(writing, SurfaceDelivery)
+                .values(
+                    surface=inbound.surface,
+                    workspace=inbound.workspace,
+                    channel=inbound.channel,
+                    channel_type=inbound.channel_type,
+                    message_key=inbound.message_key,
+                    event_key=inbound.event_key,
+                    thread_key=inbound.thread_key,
+                    user=inbound.user,
+                    state="pending",
+                    kek_id=wrapped.key_id,
+                    kek_version=wrapped.version,
+                    wrapped_key=wrapped.blob,
+                    sealed_text=seal_json(key, inbound.text, self._aad(inbound)),
+                )
+                .on_conflict_do_nothing()
+                .returning(SurfaceDelivery.id)
+            )
+            inserted = writing.scalar(statement)
+            if inserted is not None:
+                return int(inserted), True
+            again = self._find(writing, inbound)
+            if again is None:  # the conflicting row was deleted in between
+                raise StorageError(f"{inbound.surface} question {inbound.event_key} not recorded")
             return again, False
 
-    def _find(self, inbound: Inbound) -> int | None:
-        with self.database.session() as session:
-            found = session.scalar(
-                select(SurfaceDelivery.id).where(
-                    SurfaceDelivery.surface == inbound.surface,
-                    (SurfaceDelivery.event_key == inbound.event_key)
-                    | (
-                        (SurfaceDelivery.workspace == inbound.workspace)
-                        & (SurfaceDelivery.channel == inbound.channel)
-                        & (SurfaceDelivery.message_key == inbound.message_key)
-                    ),
-                )
+    @staticmethod
+    def _find(session: Session, inbound: Inbound) -> int | None:
+        found = session.scalar(
+            select(SurfaceDelivery.id).where(
+                SurfaceDelivery.surface == inbound.surface,
+                (SurfaceDelivery.event_key == inbound.event_key)
+                | (
+                    (SurfaceDelivery.workspace == inbound.workspace)
+                    & (SurfaceDelivery.channel == inbound.channel)
+                    & (SurfaceDelivery.message_key == inbound.message_key)
+                ),
             )
-            return int(found) if found is not None else None
+        )
+        return int(found) if found is not None else None
 
     def knows_thread(self, surface: str, workspace: str, channel: str, thread_key: str) -> bool:
         """Whether the surface answers in this thread (some question of it was recorded)."""

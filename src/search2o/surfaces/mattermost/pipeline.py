@@ -6,9 +6,11 @@ normalise (:mod:`~search2o.surfaces.mattermost.posts`) → dedupe and record
 the newest ``create_at`` taken, in Unix milliseconds) that a reconnect backfills from.
 Nothing slow happens before the acknowledgement: no model, no search, no Mattermost call.
 
+The record and its job are one transaction
+(:func:`~search2o.surfaces.answering.take_question`): a failure to enqueue leaves no record.
 A post recorded before is ignored, but its job is enqueued again with the same dedupe key (a
-no-op when the job exists), so a question whose first take recorded it and then failed to
-enqueue is not lost. A genuine button click becomes a ``mattermost.rate`` job.
+no-op when the job exists), so no record is left without its job. A genuine button click
+becomes a ``mattermost.rate`` job.
 """
 
 from __future__ import annotations

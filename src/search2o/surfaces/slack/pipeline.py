@@ -5,12 +5,12 @@ normalise (:mod:`~search2o.surfaces.slack.events`) → dedupe and record
 (:class:`~search2o.surfaces.deliveries.DeliveryStore`, shared with the other messenger
 surfaces: ``event_id`` and ``(team, channel, ts)``) → enqueue a job → acknowledge.
 Nothing slow happens before the acknowledgement: no model, no search, no Slack Web API call;
-only two short database writes.
+only one short, urgent database transaction holding the record and its job
+(:func:`~search2o.surfaces.answering.take_question`): a failure to enqueue leaves no record,
+so Slack's retry is taken as new.
 
 A question recorded before is acknowledged and ignored, but its job is enqueued again with
-the same dedupe key (a no-op when the job exists): a delivery whose first attempt recorded the
-question and then failed to enqueue (the database went away in between) is not lost to the
-retry that would otherwise be ignored.
+the same dedupe key (a no-op when the job exists), so no record is ever left without its job.
 """
 
 from __future__ import annotations

@@ -5,12 +5,13 @@ verify (webhook: the secret header; polling: the connection is the bot token's) 
 (:class:`~search2o.surfaces.deliveries.DeliveryStore`: ``update_id`` and ``(chat,
 message_id)``) → enqueue a job → acknowledge. Nothing slow happens before the
 acknowledgement: no model, no search, no Bot API call (but one ``getMe`` per process when the
-bot's username is not configured); only two short database writes.
+bot's username is not configured); only one short database transaction holding the record
+and its job (:func:`~search2o.surfaces.answering.take_question`: a failure to enqueue leaves no
+record, so the retry is taken as new).
 
 A question recorded before is acknowledged and ignored, but its job is enqueued again with the
-same dedupe key (a no-op when the job exists), so a delivery whose first attempt recorded the
-question and then failed to enqueue is not lost to the retry. A button click becomes a
-``telegram.rate`` job that always answers the click (``answerCallbackQuery``).
+same dedupe key (a no-op when the job exists), so no record is left without its job. A button
+click becomes a ``telegram.rate`` job that always answers the click (``answerCallbackQuery``).
 """
 
 from __future__ import annotations
