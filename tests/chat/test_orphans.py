@@ -1,5 +1,6 @@
 """A process killed mid-answer (SIGKILL) never leaves a transcript ending on an unanswered
-question: the next sweep marks its run interrupted and stores what it had written."""
+question: the next sweep marks its run interrupted and stores what it had written — also when
+it died right after storing the question, before its run recorded a first event."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from search2o.config import Settings
@@ -23,19 +25,24 @@ from tests.conftest import MemoEmbedder
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
-    settings: Settings, embedder: MemoEmbedder
-) -> None:
+def _writer(settings: Settings, stage: str) -> subprocess.Popen[str]:
+    """Start ``tests/chat/orphan_writer.py`` at ``stage`` on the test's data and database."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
     env = {k: v for k, v in env.items() if not k.startswith("SEARCH2O_")}
     command = [sys.executable, "-m", "tests.chat.orphan_writer", str(settings.data_dir)]
-    writer = subprocess.Popen(
-        [*command, settings.resolved_database_url],
+    return subprocess.Popen(
+        [*command, settings.resolved_database_url, stage],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
+    settings: Settings, embedder: MemoEmbedder
+) -> None:
+    writer = _writer(settings, "answer")
     try:
         assert writer.stdout is not None
         line = writer.stdout.readline().split()
@@ -83,5 +90,45 @@ def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
         # A second sweep changes nothing: one answer, never two.
         assert runtime.chat.runs.sweep(now=utcnow() + timedelta(seconds=5)).interrupted == 0
         assert len(runtime.conversations.messages(principal, conversation_id)) == 2
+    finally:
+        runtime.close()
+
+
+@pytest.mark.parametrize("stage", ["turn", "agent"])
+def test_a_writer_killed_before_its_first_event_still_answers_the_question(
+    settings: Settings, embedder: MemoEmbedder, stage: str
+) -> None:
+    # The question is stored and the model called; the run has recorded nothing (no event,
+    # no heartbeat): the process dies between storing the question and the first batch.
+    writer = _writer(settings, stage)
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().split() == ["asked"]
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        if writer.stdout is not None:
+            writer.stdout.close()
+    runtime = Runtime(settings, embedder=embedder)
+    try:
+        principal = runtime.local_principal()
+        with runtime.database.session() as session:
+            run = session.scalars(select(Run)).one()
+            assert (run.status, run.last_seq) == ("running", 0)
+        (conversation,) = runtime.conversations.list_conversations(principal)
+        assert runtime.chat.runs.sweep(now=utcnow() + timedelta(hours=1)).interrupted == 1
+        messages = runtime.conversations.messages(principal, conversation.id)
+        assert [(m.role, m.status, m.text) for m in messages] == [
+            ("user", "complete", "Anyone?"),
+            ("assistant", "interrupted", ""),
+        ]
+        # The conversation goes on: a chat turn follows the interrupted answer.
+        follow_up = runtime.chat.prepare(principal, "Again?", conversation.id)
+        events = list(runtime.chat.run_sync(follow_up))
+        assert events[-1].kind == "done", events[-1]
+        roles = [m.role for m in runtime.conversations.messages(principal, conversation.id)]
+        assert roles == ["user", "assistant", "user", "assistant"]
     finally:
         runtime.close()

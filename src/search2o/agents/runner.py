@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from search2o import aio
 from search2o.accounts import Principal
@@ -229,9 +230,16 @@ class AgentRunner:
         return aio.iterate(self.run(run))
 
     async def run(
-        self, run: PreparedRun, stop: threading.Event | None = None
+        self,
+        run: PreparedRun,
+        stop: threading.Event | None = None,
+        on_stored: Callable[[Session, str], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Run ``run`` and yield its events as they happen (see the module docstring).
+
+        ``on_stored(session, conversation_id)`` is called inside the transaction that stores
+        the user's message (or, in a conversation the hooks keep, touches its entry), as in
+        :meth:`search2o.query.turn.TurnEngine.run`.
 
         The run executes in a worker thread (the event loop stays free for other requests);
         its events cross to this coroutine through a queue. Setting ``stop``, or a consumer
@@ -247,7 +255,7 @@ class AgentRunner:
 
         def work() -> None:
             try:
-                self._execute(run, emit, cancelled)
+                self._execute(run, emit, cancelled, on_stored)
             except Exception as exc:  # e.g. the conversation was deleted meanwhile; or a bug
                 emit(error_event(exc))
             finally:
@@ -266,8 +274,9 @@ class AgentRunner:
         run: PreparedRun,
         emit: Callable[[Event], None],
         cancelled: threading.Event | None = None,
+        on_stored: Callable[[Session, str], None] | None = None,
     ) -> None:
-        opened = self._open(run)
+        opened = self._open(run, on_stored)
         conversation_id, user_message_id, created = opened.id, opened.message_id, opened.created
         emit(
             ConversationEvent(
@@ -374,7 +383,9 @@ class AgentRunner:
             done["trace"] = [entry.to_json() for entry in effects.trace]
         emit(DoneEvent(**done))
 
-    def _open(self, run: PreparedRun) -> _Opened:
+    def _open(
+        self, run: PreparedRun, on_stored: Callable[[Session, str], None] | None = None
+    ) -> _Opened:
         """Create or open the conversation and store the user's message (with us or not).
 
         With state hooks that keep transcripts (and not for validation runs), a conversation
@@ -399,6 +410,8 @@ class AgentRunner:
             if conversation.kept_by_hooks:
                 question = _transcript_message("user", run.message, run.definition.name)
                 touch_entry(session, conversation)
+                if on_stored is not None:
+                    on_stored(session, conversation.id)
                 return _Opened(conversation.id, question["id"], created, question)
             message = append_message(
                 session,
@@ -408,6 +421,8 @@ class AgentRunner:
                 text=run.message,
                 agent=run.definition.name,
             )
+            if on_stored is not None:
+                on_stored(session, conversation.id)
             return _Opened(conversation.id, message.id, created)
 
     def _save(

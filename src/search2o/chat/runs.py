@@ -14,7 +14,9 @@ it; the writing process reads it with its heartbeat and stops the answer, which 
 ``interrupted``. A run whose heartbeat is older than ``runs.stale_s`` lost its process: the
 sweeper (:meth:`RunStore.sweep`, at every start and every ``runs.sweep_interval_s``) marks it
 ``interrupted`` and stores the part of the answer recorded so far as an ``interrupted`` answer,
-so a transcript never ends on a question without saying why. Finished runs are removed with
+so a transcript never ends on a question without saying why: the run is linked to its
+conversation in the transaction that stores the question (:meth:`RunStore.link`), so this holds
+even for a process killed before the run recorded its first event. Finished runs are removed with
 their events ``runs.keep_s`` after they end.
 
 The sweeper and the writer race only when a live process has not renewed its heartbeat for
@@ -107,6 +109,15 @@ class RunStore:
             session.add(Run(id=run_id, user_id=principal.user_id, agent=agent))
         return run_id
 
+    def link(self, run_id: str, session: Session, conversation_id: str) -> None:
+        """Name the run's conversation, in ``session`` (the transaction storing the question).
+
+        The engines call it through ``on_stored`` (:meth:`search2o.query.turn.TurnEngine.run`,
+        :meth:`search2o.agents.runner.AgentRunner.run`): the question and its run's link commit
+        together, so :meth:`sweep` finds the conversation of every question a run took.
+        """
+        session.execute(update(Run).where(Run.id == run_id).values(conversation_id=conversation_id))
+
     def record(
         self,
         run_id: str,
@@ -117,15 +128,14 @@ class RunStore:
         """Store a batch of events (may be empty: a heartbeat); return whether stop was asked.
 
         The batch is sealed as one record. ``conversation_id`` is the run's conversation, known
-        from its first event; before it is known nothing is stored but the heartbeat.
+        from its first event (and linked by :meth:`link` when the question was stored); before
+        it is known nothing is stored but the heartbeat.
         """
         with self._db.session() as session:
             row = session.get(Run, run_id)
             if row is None:  # its conversation was deleted meanwhile
                 return True
             if events and conversation_id is not None:
-                if row.conversation_id is None:
-                    row.conversation_id = conversation_id
                 sealer = self._vault.sealer(session, conversation_id, owner_id)
                 payload = [[seq, event.kind, event.data] for seq, event in events]
                 session.add(
@@ -237,7 +247,9 @@ class RunStore:
             if row is None or row.conversation_id is None:
                 return 1
             conversation = session.get(Conversation, row.conversation_id)
-            if conversation is None:
+            if conversation is None or conversation.kept_by_hooks:
+                # The hooks keep that transcript, and a run that never saved left nothing in it
+                # (a failed agent run writes nothing there either).
                 return 1
             sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
             text = "".join(

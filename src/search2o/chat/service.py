@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -270,11 +271,17 @@ class ChatService:
 
     # --- the writer -------------------------------------------------------------------------
 
-    def _events(self, prepared: PreparedAnswer, stop: threading.Event) -> AsyncIterator[Event]:
+    def _events(
+        self, run_id: str, prepared: PreparedAnswer, stop: threading.Event
+    ) -> AsyncIterator[Event]:
+        # The run learns its conversation in the transaction that stores the question, so a
+        # process killed before the run records anything still leaves the runs sweeper a
+        # conversation for the interrupted answer.
+        link = functools.partial(self.runs.link, run_id)
         if prepared.agent_run is not None:
-            return self._runner().run(prepared.agent_run, stop)
+            return self._runner().run(prepared.agent_run, stop, link)
         assert prepared.turn is not None
-        return self._turns().run(prepared.turn, stop)
+        return self._turns().run(prepared.turn, stop, link)
 
     async def _write(self, run_id: str, prepared: PreparedAnswer, stop: threading.Event) -> None:
         """Drive the answer; publish each event here and record it, batched, in the database."""
@@ -291,7 +298,7 @@ class ChatService:
             if await asyncio.to_thread(self.runs.record, run_id, owner, conversation, batch):
                 stop.set()
 
-        iterator = aiter(self._events(prepared, stop))
+        iterator = aiter(self._events(run_id, prepared, stop))
         step: asyncio.Future[Event] | None = None
         try:
             while True:

@@ -24,7 +24,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -234,9 +234,16 @@ class TurnEngine:
         return aio.iterate(self.run(turn))
 
     async def run(
-        self, turn: PreparedTurn, stop: threading.Event | None = None
+        self,
+        turn: PreparedTurn,
+        stop: threading.Event | None = None,
+        on_stored: Callable[[Session, str], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Run a prepared turn, yielding its events (see the module docstring).
+
+        ``on_stored(session, conversation_id)`` is called inside the transaction that stores
+        the user's message, so what it writes commits with the question or not at all (the
+        chat service links its run to the conversation there).
 
         Setting ``stop`` (from any thread) ends the answer within ``_STOP_POLL_S`` even while
         the model is silent: the partial answer is stored as ``interrupted`` and the last event
@@ -256,7 +263,7 @@ class TurnEngine:
             else ""
         )
         conversation, user_message, history, created = await asyncio.to_thread(
-            self._open, turn, title
+            self._open, turn, title, on_stored
         )
         yield ConversationEvent(
             conversation_id=conversation.id,
@@ -314,7 +321,12 @@ class TurnEngine:
 
     # ---------------------------------------------------------------------------------------
 
-    def _open(self, turn: PreparedTurn, title: str) -> tuple[Conversation, Message, _History, bool]:
+    def _open(
+        self,
+        turn: PreparedTurn,
+        title: str,
+        on_stored: Callable[[Session, str], None] | None = None,
+    ) -> tuple[Conversation, Message, _History, bool]:
         with self._db.session() as session:
             if turn.conversation_id is None:
                 conversation, sealer = create_conversation(
@@ -339,6 +351,8 @@ class TurnEngine:
                 agent=turn.agent,
                 page=turn.page.stored() if turn.page is not None else None,
             )
+            if on_stored is not None:
+                on_stored(session, conversation.id)
             session.expunge_all()
         return conversation, user_message, history, created
 
