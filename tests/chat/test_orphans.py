@@ -39,6 +39,25 @@ def _writer(settings: Settings, stage: str) -> subprocess.Popen[str]:
     )
 
 
+def _kill_after_asking(settings: Settings, stage: str) -> None:
+    """Kill a ``turn`` or ``agent`` writer once its model is called (SIGKILL).
+
+    The question is stored then and the run has recorded nothing (no event, no heartbeat):
+    the process dies between storing the question and the run's first batch.
+    """
+    writer = _writer(settings, stage)
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().split() == ["asked"]
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        if writer.stdout is not None:
+            writer.stdout.close()
+
+
 def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
     settings: Settings, embedder: MemoEmbedder
 ) -> None:
@@ -98,19 +117,7 @@ def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
 def test_a_writer_killed_before_its_first_event_still_answers_the_question(
     settings: Settings, embedder: MemoEmbedder, stage: str
 ) -> None:
-    # The question is stored and the model called; the run has recorded nothing (no event,
-    # no heartbeat): the process dies between storing the question and the first batch.
-    writer = _writer(settings, stage)
-    try:
-        assert writer.stdout is not None
-        assert writer.stdout.readline().split() == ["asked"]
-        os.kill(writer.pid, signal.SIGKILL)
-        writer.wait(timeout=30)
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-        if writer.stdout is not None:
-            writer.stdout.close()
+    _kill_after_asking(settings, stage)
     runtime = Runtime(settings, embedder=embedder)
     try:
         principal = runtime.local_principal()
@@ -130,5 +137,33 @@ def test_a_writer_killed_before_its_first_event_still_answers_the_question(
         assert events[-1].kind == "done", events[-1]
         roles = [m.role for m in runtime.conversations.messages(principal, conversation.id)]
         assert roles == ["user", "assistant", "user", "assistant"]
+    finally:
+        runtime.close()
+
+
+def test_a_follow_up_comes_after_the_interrupted_answer_of_a_dead_run(
+    settings: Settings, embedder: MemoEmbedder
+) -> None:
+    # This process has answered before (its start-up sweep is behind it) when another one
+    # dies right after storing a question; the user asks again once that run is stale.
+    runs = settings.runs.model_copy(update={"stale_s": 0.5, "heartbeat_s": 0.1})
+    runtime = Runtime(settings.model_copy(update={"runs": runs}), embedder=embedder)
+    try:
+        principal = runtime.local_principal()
+        assert list(runtime.chat.run_sync(runtime.chat.prepare(principal, "Hello")))
+        _kill_after_asking(settings, "turn")
+        time.sleep(1.0)  # twice stale_s: the dead run is stale, no periodic sweep has run
+        (orphaned,) = [
+            c for c in runtime.conversations.list_conversations(principal) if c.title == "Anyone?"
+        ]
+        follow_up = runtime.chat.prepare(principal, "Still there?", orphaned.id)
+        assert list(runtime.chat.run_sync(follow_up))[-1].kind == "done"
+        messages = runtime.conversations.messages(principal, orphaned.id)
+        assert [(m.role, m.status, m.text) for m in messages][:3] == [
+            ("user", "complete", "Anyone?"),
+            ("assistant", "interrupted", ""),
+            ("user", "complete", "Still there?"),
+        ]
+        assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
     finally:
         runtime.close()

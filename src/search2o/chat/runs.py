@@ -210,16 +210,7 @@ class RunStore:
         ``interrupted`` (an empty text when nothing was recorded).
         """
         clock = now or utcnow()
-        stale = clock - timedelta(seconds=self.settings.stale_s)
-        interrupted = 0
-        with self._db.session() as session:
-            orphans = list(
-                session.scalars(
-                    select(Run).where(Run.status == "running", Run.heartbeat_at < stale)
-                )
-            )
-        for orphan in orphans:
-            interrupted += self._interrupt(orphan.id, stale)
+        interrupted = self.interrupt_orphans(now=clock)
         expired = clock - timedelta(seconds=self.settings.keep_s)
         with self._db.session() as session:
             old = select(Run.id).where(Run.status.in_(FINAL_STATUSES), Run.finished_at < expired)
@@ -233,6 +224,23 @@ class RunStore:
                 extra={"fields": {"interrupted": interrupted, "removed": len(ids)}},
             )
         return SweepReport(interrupted, len(ids))
+
+    def interrupt_orphans(
+        self, conversation_id: str | None = None, now: datetime | None = None
+    ) -> int:
+        """Interrupt the runs whose heartbeat is older than ``stale_s``; return how many.
+
+        ``conversation_id`` limits it to one conversation: the chat service calls it before a
+        new question joins one, so the answer of a run that died there comes before that
+        question, not whenever the next sweep runs.
+        """
+        stale = (now or utcnow()) - timedelta(seconds=self.settings.stale_s)
+        query = select(Run.id).where(Run.status == "running", Run.heartbeat_at < stale)
+        if conversation_id is not None:
+            query = query.where(Run.conversation_id == conversation_id)
+        with self._db.session() as session:
+            orphans = list(session.scalars(query))
+        return sum(self._interrupt(orphan, stale) for orphan in orphans)
 
     def _interrupt(self, run_id: str, stale: datetime) -> int:
         with self._db.session() as session:

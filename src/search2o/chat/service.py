@@ -60,6 +60,12 @@ class PreparedAnswer:
     agent_run: PreparedRun | None = None
 
     @property
+    def conversation_id(self) -> str | None:
+        """The conversation the message continues, or ``None`` for a new one."""
+        ask = self.turn if self.turn is not None else self.agent_run
+        return ask.conversation_id if ask is not None else None
+
+    @property
     def agent(self) -> str | None:
         """The agent that answers, or ``None`` for a chat turn."""
         return self.agent_run.definition.name if self.agent_run is not None else None
@@ -171,12 +177,18 @@ class ChatService:
     async def start(self, prepared: PreparedAnswer) -> str:
         """Begin the answer as a run written by a task of this process; return the run's id.
 
+        A message continuing a conversation first interrupts the stale runs there
+        (:meth:`RunStore.interrupt_orphans`), so a dead run's answer comes before it.
+
         The first event (``conversation``) carries the id. Must be awaited on the event loop
         that will keep running the task (the server's, or :mod:`search2o.aio`'s).
         """
         if not self._swept:  # the first answer of a process cleans up after earlier ones
             self._swept = True
             await asyncio.to_thread(self.runs.sweep)
+        elif prepared.conversation_id is not None:
+            # A run that died in this conversation gets its answer before the new question.
+            await asyncio.to_thread(self.runs.interrupt_orphans, prepared.conversation_id)
         run_id = await asyncio.to_thread(self.runs.create, prepared.principal, prepared.agent)
         self.live.open(run_id, prepared.principal.user_id)
         stop = threading.Event()
