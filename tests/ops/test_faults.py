@@ -171,7 +171,13 @@ def _point(world: World, rng: random.Random, number: int, logs: Path) -> str:
     def act() -> None:
         if activity == "ingest":
             names = rng.sample(sorted(world.reference), 2)
-            response = world.upload(at, names, f"p{number}")
+            try:
+                response = world.upload(at, names, f"p{number}")
+            except httpx.TransportError as exc:
+                # The API process taking the upload died before answering: the upload is
+                # whole or absent (checked with every document), its job id never arrived.
+                outcome["dropped"] = type(exc).__name__
+                return
             if response.status_code == 202:
                 world.jobs.append(response.json()["job"]["id"])
             outcome["status"] = response.status_code
