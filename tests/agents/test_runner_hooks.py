@@ -177,7 +177,8 @@ def test_an_orphaned_run_in_a_hooks_conversation_adds_no_message_of_ours(
     async def first_event() -> str:
         # The writer stops after the question, as if its process died there: the run is linked
         # to its conversation and stays `running`, recording nothing.
-        events = hooked.agent_runner.run(prepared, None, functools.partial(runs.link, run_id))
+        note = functools.partial(runs.note_stored, run_id)
+        events = hooked.agent_runner.run(prepared, None, note)
         event = await anext(aiter(events))
         await events.aclose()
         return str(event.data["conversation_id"])

@@ -5,6 +5,7 @@ it died right after storing the question, before its run recorded a first event.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import subprocess
@@ -167,3 +168,26 @@ def test_a_follow_up_comes_after_the_interrupted_answer_of_a_dead_run(
         assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
     finally:
         runtime.close()
+
+
+def test_a_writer_dead_after_storing_its_answer_leaves_no_second_answer(runtime: Runtime) -> None:
+    # The turn runs to its end and stores its answer, but nothing finishes the run: its
+    # process died before recording the last events (the state kill -9 leaves there).
+    principal = runtime.local_principal()
+    runs = runtime.chat.runs
+    run_id = runs.create(principal)
+    turn = runtime.turns.prepare(principal, "Where do bikes go?")
+    note = functools.partial(runs.note_stored, run_id)
+
+    async def answer() -> list:
+        return [e async for e in runtime.turns.run(turn, None, note)]
+
+    events = asyncio.run(answer())
+    assert events[-1].kind == "done", events[-1]
+    assert runs.info(principal, run_id).status == "running"
+    assert runs.sweep(now=utcnow() + timedelta(seconds=60)).interrupted == 1
+    assert runs.info(principal, run_id).status == "interrupted"
+    messages = runtime.conversations.messages(principal, events[0].data["conversation_id"])
+    roles = [(m.role, m.status) for m in messages]
+    assert roles == [("user", "complete"), ("assistant", "complete")]
+    assert messages[1].text == events[-1].data["text"]

@@ -233,13 +233,14 @@ class AgentRunner:
         self,
         run: PreparedRun,
         stop: threading.Event | None = None,
-        on_stored: Callable[[Session, str], None] | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Run ``run`` and yield its events as they happen (see the module docstring).
 
-        ``on_stored(session, conversation_id)`` is called inside the transaction that stores
-        the user's message (or, in a conversation the hooks keep, touches its entry), as in
-        :meth:`search2o.query.turn.TurnEngine.run`.
+        ``on_stored(session, conversation_id, role)`` is called inside the transaction that
+        stores the user's message (``"user"``; in a conversation the hooks keep, the one that
+        touches its entry) and inside the one that stores the answer or the failure
+        (``"assistant"``), as in :meth:`search2o.query.turn.TurnEngine.run`.
 
         The run executes in a worker thread (the event loop stays free for other requests);
         its events cross to this coroutine through a queue. Setting ``stop``, or a consumer
@@ -274,7 +275,7 @@ class AgentRunner:
         run: PreparedRun,
         emit: Callable[[Event], None],
         cancelled: threading.Event | None = None,
-        on_stored: Callable[[Session, str], None] | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> None:
         opened = self._open(run, on_stored)
         conversation_id, user_message_id, created = opened.id, opened.message_id, opened.created
@@ -355,13 +356,15 @@ class AgentRunner:
                 waiting.output = {"error": exc.message}
                 waiting.finished_at = _now()
                 closing = (store, waiting, version)
-            emit(self._failed(run, opened, exc, effects, closing))
+            emit(self._failed(run, opened, exc, effects, closing, on_stored))
             return
         effects.state.record_run(record)
         try:
-            message_id = self._save(run, opened, store, effects, version, text, citations)
+            message_id = self._save(
+                run, opened, store, effects, version, text, citations, on_stored
+            )
         except Search2oError as exc:
-            emit(self._failed(run, opened, exc, effects))
+            emit(self._failed(run, opened, exc, effects, None, on_stored))
             return
         emit(DeltaEvent(text=text))
         done: dict[str, Any] = {
@@ -384,7 +387,7 @@ class AgentRunner:
         emit(DoneEvent(**done))
 
     def _open(
-        self, run: PreparedRun, on_stored: Callable[[Session, str], None] | None = None
+        self, run: PreparedRun, on_stored: Callable[[Session, str, str], None] | None = None
     ) -> _Opened:
         """Create or open the conversation and store the user's message (with us or not).
 
@@ -411,7 +414,7 @@ class AgentRunner:
                 question = _transcript_message("user", run.message, run.definition.name)
                 touch_entry(session, conversation)
                 if on_stored is not None:
-                    on_stored(session, conversation.id)
+                    on_stored(session, conversation.id, "user")
                 return _Opened(conversation.id, question["id"], created, question)
             message = append_message(
                 session,
@@ -422,7 +425,7 @@ class AgentRunner:
                 agent=run.definition.name,
             )
             if on_stored is not None:
-                on_stored(session, conversation.id)
+                on_stored(session, conversation.id, "user")
             return _Opened(conversation.id, message.id, created)
 
     def _save(
@@ -434,6 +437,7 @@ class AgentRunner:
         version: int,
         text: str,
         citations: list[dict[str, Any]],
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> str:
         """Save state, memories and the agent's message in one transaction; return its id.
 
@@ -470,6 +474,8 @@ class AgentRunner:
             # Last: a hook store's save leaves the enterprise's side changed only when every
             # write of ours went through; if it fails, this transaction rolls back.
             store.save(opened.id, run.principal, effects.state, version, session=session)
+            if on_stored is not None:
+                on_stored(session, opened.id, "assistant")
             return message_id
 
     def _failed(
@@ -479,6 +485,7 @@ class AgentRunner:
         error: Search2oError,
         effects: RunEffects,
         closing: tuple[StateStore, RunRecord, int] | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> Event:
         """Record the failed answer in the transcript; the state and memories stay.
 
@@ -510,6 +517,8 @@ class AgentRunner:
                 # another message may have got there first: then it decides
                 with contextlib.suppress(ConflictError):
                     store.save(conversation_id, run.principal, changes, version, session=session)
+            if on_stored is not None:
+                on_stored(session, conversation_id, "assistant")
         extra: dict[str, Any] = {}
         if run.validation:
             extra["trace"] = [entry.to_json() for entry in effects.trace]

@@ -14,10 +14,11 @@ it; the writing process reads it with its heartbeat and stops the answer, which 
 ``interrupted``. A run whose heartbeat is older than ``runs.stale_s`` lost its process: the
 sweeper (:meth:`RunStore.sweep`, at every start and every ``runs.sweep_interval_s``) marks it
 ``interrupted`` and stores the part of the answer recorded so far as an ``interrupted`` answer,
-so a transcript never ends on a question without saying why: the run is linked to its
-conversation in the transaction that stores the question (:meth:`RunStore.link`), so this holds
-even for a process killed before the run recorded its first event. Finished runs are removed with
-their events ``runs.keep_s`` after they end.
+so a transcript never ends on a question without saying why, and an answer is never stored
+twice: the run is linked to its conversation in the transaction that stores the question, and
+notes its answer in the one that stores it (:meth:`RunStore.note_stored`), so this holds for a
+process killed before the run recorded its first event or after the answer was stored.
+Finished runs are removed with their events ``runs.keep_s`` after they end.
 
 The sweeper and the writer race only when a live process has not renewed its heartbeat for
 ``stale_s`` (30 s by default, 30 heartbeats); both then store an answer. The writer's event loop
@@ -109,14 +110,20 @@ class RunStore:
             session.add(Run(id=run_id, user_id=principal.user_id, agent=agent))
         return run_id
 
-    def link(self, run_id: str, session: Session, conversation_id: str) -> None:
-        """Name the run's conversation, in ``session`` (the transaction storing the question).
+    def note_stored(self, run_id: str, session: Session, conversation_id: str, role: str) -> None:
+        """Note in ``session`` that the run's question (``role`` ``user``) or answer is stored.
 
         The engines call it through ``on_stored`` (:meth:`search2o.query.turn.TurnEngine.run`,
-        :meth:`search2o.agents.runner.AgentRunner.run`): the question and its run's link commit
-        together, so :meth:`sweep` finds the conversation of every question a run took.
+        :meth:`search2o.agents.runner.AgentRunner.run`) inside the transaction storing that
+        message, so the note commits with it. The question links the run to its conversation,
+        so :meth:`sweep` finds the conversation of every question a run took; the answer sets
+        ``finished_at`` (the status stays ``running`` until the run's last event is recorded,
+        for its followers), so a sweep after a death between the two adds no second answer.
         """
-        session.execute(update(Run).where(Run.id == run_id).values(conversation_id=conversation_id))
+        values: dict[str, object] = (
+            {"conversation_id": conversation_id} if role == "user" else {"finished_at": utcnow()}
+        )
+        session.execute(update(Run).where(Run.id == run_id).values(**values))
 
     def record(
         self,
@@ -244,9 +251,17 @@ class RunStore:
 
     def _interrupt(self, run_id: str, stale: datetime) -> int:
         with self._db.session() as session:
+            orphan = (Run.id == run_id, Run.status == "running", Run.heartbeat_at < stale)
+            answered = session.execute(
+                update(Run)
+                .where(*orphan, Run.finished_at.is_not(None))
+                .values(status="interrupted")
+            )
+            if getattr(answered, "rowcount", 0):
+                return 1  # its answer is in the conversation: only its last events were lost
             claimed = session.execute(
                 update(Run)
-                .where(Run.id == run_id, Run.status == "running", Run.heartbeat_at < stale)
+                .where(*orphan)
                 .values(status="interrupted", finished_at=utcnow())
             )
             if not getattr(claimed, "rowcount", 0):

@@ -286,10 +286,11 @@ class ChatService:
     def _events(
         self, run_id: str, prepared: PreparedAnswer, stop: threading.Event
     ) -> AsyncIterator[Event]:
-        # The run learns its conversation in the transaction that stores the question, so a
-        # process killed before the run records anything still leaves the runs sweeper a
-        # conversation for the interrupted answer.
-        link = functools.partial(self.runs.link, run_id)
+        # The run learns its conversation in the transaction that stores the question, and
+        # that its answer is stored in the answer's: a process killed before the run records
+        # anything leaves the sweeper a conversation for the interrupted answer, and one
+        # killed after the answer leaves it nothing to add.
+        link = functools.partial(self.runs.note_stored, run_id)
         if prepared.agent_run is not None:
             return self._runner().run(prepared.agent_run, stop, link)
         assert prepared.turn is not None

@@ -237,13 +237,14 @@ class TurnEngine:
         self,
         turn: PreparedTurn,
         stop: threading.Event | None = None,
-        on_stored: Callable[[Session, str], None] | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Run a prepared turn, yielding its events (see the module docstring).
 
-        ``on_stored(session, conversation_id)`` is called inside the transaction that stores
-        the user's message, so what it writes commits with the question or not at all (the
-        chat service links its run to the conversation there).
+        ``on_stored(session, conversation_id, role)`` is called inside the transaction that
+        stores the user's message (``role`` ``"user"``) and inside the one that stores the
+        answer (``"assistant"``), so what it writes commits with that message or not at all
+        (the chat service's run learns its conversation, then that its answer is stored).
 
         Setting ``stop`` (from any thread) ends the answer within ``_STOP_POLL_S`` even while
         the model is silent: the partial answer is stored as ``interrupted`` and the last event
@@ -296,7 +297,7 @@ class TurnEngine:
             trace["timings"] = clock.timings()
             # The worker thread finishes the write even if this task is cancelled again.
             answer_id = await asyncio.to_thread(
-                self._store_answer, turn, history.sealer, state, trace, status
+                self._store_answer, turn, history.sealer, state, trace, status, on_stored
             )
             if answer_id is None and state.error is None:
                 state.error = NotFoundError(
@@ -325,7 +326,7 @@ class TurnEngine:
         self,
         turn: PreparedTurn,
         title: str,
-        on_stored: Callable[[Session, str], None] | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> tuple[Conversation, Message, _History, bool]:
         with self._db.session() as session:
             if turn.conversation_id is None:
@@ -352,7 +353,7 @@ class TurnEngine:
                 page=turn.page.stored() if turn.page is not None else None,
             )
             if on_stored is not None:
-                on_stored(session, conversation.id)
+                on_stored(session, conversation.id, "user")
             session.expunge_all()
         return conversation, user_message, history, created
 
@@ -601,6 +602,7 @@ class TurnEngine:
         state: _AnswerState,
         trace: dict[str, Any],
         status: str,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> str | None:
         trace["status"] = status
         conversation_id = sealer.conversation_id
@@ -625,6 +627,8 @@ class TurnEngine:
                 session.add(
                     RetrievalTrace(message_id=message.id, sealed=sealer.seal("trace", trace))
                 )
+                if on_stored is not None:
+                    on_stored(session, conversation_id, "assistant")
                 return message.id
         except NotFoundError:
             return None
