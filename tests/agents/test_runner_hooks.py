@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -9,6 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
+from search2o.agents.definition import parse_definition
 from search2o.api.app import create_app
 from search2o.config import Settings, StateSettings
 from search2o.runtime import Runtime
@@ -158,3 +161,30 @@ def test_with_hooks_the_whole_agent_conversation_is_the_enterprises(
         assert client.delete(f"/v1/conversations/{conversation}", headers=auth).status_code == 204
         assert conversation not in hook_server.hook.records
         assert conversation in hook_server.hook.tombstones
+
+
+def test_an_orphaned_run_in_a_hooks_conversation_adds_no_message_of_ours(
+    hooked: Runtime,
+    hook_server: HookServer,  # noqa: F811
+) -> None:
+    """The sweeper interrupts it, but the transcript is the enterprise's: nothing is stored."""
+    me = add_user(hooked)
+    runs = hooked.chat.runs
+    run_id = runs.create(me, "travel")
+    definition = parse_definition(TRAVEL, profiles=list(hooked.settings.chat.profiles))
+    prepared = hooked.agent_runner.prepare(me, definition, "Book me a flight")
+
+    async def first_event() -> str:
+        # The writer stops after the question, as if its process died there: the run is linked
+        # to its conversation and stays `running`, recording nothing.
+        note = functools.partial(runs.note_stored, run_id)
+        events = hooked.agent_runner.run(prepared, None, note)
+        event = await anext(aiter(events))
+        await events.aclose()
+        return str(event.data["conversation_id"])
+
+    conversation = asyncio.run(first_event())
+    assert runs.info(me, run_id).conversation_id == conversation
+    assert runs.sweep(now=utcnow() + timedelta(seconds=60)).interrupted == 1
+    assert runs.info(me, run_id).status == "interrupted"
+    assert _rows_of(hooked, conversation)["messages"] == 0

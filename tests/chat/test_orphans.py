@@ -1,9 +1,11 @@
 """A process killed mid-answer (SIGKILL) never leaves a transcript ending on an unanswered
-question: the next sweep marks its run interrupted and stores what it had written."""
+question: the next sweep marks its run interrupted and stores what it had written — also when
+it died right after storing the question, before its run recorded a first event."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import subprocess
@@ -12,6 +14,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from search2o.config import Settings
@@ -23,19 +26,43 @@ from tests.conftest import MemoEmbedder
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
-    settings: Settings, embedder: MemoEmbedder
-) -> None:
+def _writer(settings: Settings, stage: str) -> subprocess.Popen[str]:
+    """Start ``tests/chat/orphan_writer.py`` at ``stage`` on the test's data and database."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "HF_HUB_OFFLINE": "1"}
     env = {k: v for k, v in env.items() if not k.startswith("SEARCH2O_")}
     command = [sys.executable, "-m", "tests.chat.orphan_writer", str(settings.data_dir)]
-    writer = subprocess.Popen(
-        [*command, settings.resolved_database_url],
+    return subprocess.Popen(
+        [*command, settings.resolved_database_url, stage],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def _kill_after_asking(settings: Settings, stage: str) -> None:
+    """Kill a ``turn`` or ``agent`` writer once its model is called (SIGKILL).
+
+    The question is stored then and the run has recorded nothing (no event, no heartbeat):
+    the process dies between storing the question and the run's first batch.
+    """
+    writer = _writer(settings, stage)
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().split() == ["asked"]
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        if writer.stdout is not None:
+            writer.stdout.close()
+
+
+def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
+    settings: Settings, embedder: MemoEmbedder
+) -> None:
+    writer = _writer(settings, "answer")
     try:
         assert writer.stdout is not None
         line = writer.stdout.readline().split()
@@ -85,3 +112,82 @@ def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
         assert len(runtime.conversations.messages(principal, conversation_id)) == 2
     finally:
         runtime.close()
+
+
+@pytest.mark.parametrize("stage", ["turn", "agent"])
+def test_a_writer_killed_before_its_first_event_still_answers_the_question(
+    settings: Settings, embedder: MemoEmbedder, stage: str
+) -> None:
+    _kill_after_asking(settings, stage)
+    runtime = Runtime(settings, embedder=embedder)
+    try:
+        principal = runtime.local_principal()
+        with runtime.database.session() as session:
+            run = session.scalars(select(Run)).one()
+            assert (run.status, run.last_seq) == ("running", 0)
+        (conversation,) = runtime.conversations.list_conversations(principal)
+        assert runtime.chat.runs.sweep(now=utcnow() + timedelta(hours=1)).interrupted == 1
+        messages = runtime.conversations.messages(principal, conversation.id)
+        assert [(m.role, m.status, m.text) for m in messages] == [
+            ("user", "complete", "Anyone?"),
+            ("assistant", "interrupted", ""),
+        ]
+        # The conversation goes on: a chat turn follows the interrupted answer.
+        follow_up = runtime.chat.prepare(principal, "Again?", conversation.id)
+        events = list(runtime.chat.run_sync(follow_up))
+        assert events[-1].kind == "done", events[-1]
+        roles = [m.role for m in runtime.conversations.messages(principal, conversation.id)]
+        assert roles == ["user", "assistant", "user", "assistant"]
+    finally:
+        runtime.close()
+
+
+def test_a_follow_up_comes_after_the_interrupted_answer_of_a_dead_run(
+    settings: Settings, embedder: MemoEmbedder
+) -> None:
+    # This process has answered before (its start-up sweep is behind it) when another one
+    # dies right after storing a question; the user asks again once that run is stale.
+    runs = settings.runs.model_copy(update={"stale_s": 0.5, "heartbeat_s": 0.1})
+    runtime = Runtime(settings.model_copy(update={"runs": runs}), embedder=embedder)
+    try:
+        principal = runtime.local_principal()
+        assert list(runtime.chat.run_sync(runtime.chat.prepare(principal, "Hello")))
+        _kill_after_asking(settings, "turn")
+        time.sleep(1.0)  # twice stale_s: the dead run is stale, no periodic sweep has run
+        (orphaned,) = [
+            c for c in runtime.conversations.list_conversations(principal) if c.title == "Anyone?"
+        ]
+        follow_up = runtime.chat.prepare(principal, "Still there?", orphaned.id)
+        assert list(runtime.chat.run_sync(follow_up))[-1].kind == "done"
+        messages = runtime.conversations.messages(principal, orphaned.id)
+        assert [(m.role, m.status, m.text) for m in messages][:3] == [
+            ("user", "complete", "Anyone?"),
+            ("assistant", "interrupted", ""),
+            ("user", "complete", "Still there?"),
+        ]
+        assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+    finally:
+        runtime.close()
+
+
+def test_a_writer_dead_after_storing_its_answer_leaves_no_second_answer(runtime: Runtime) -> None:
+    # The turn runs to its end and stores its answer, but nothing finishes the run: its
+    # process died before recording the last events (the state kill -9 leaves there).
+    principal = runtime.local_principal()
+    runs = runtime.chat.runs
+    run_id = runs.create(principal)
+    turn = runtime.turns.prepare(principal, "Where do bikes go?")
+    note = functools.partial(runs.note_stored, run_id)
+
+    async def answer() -> list:
+        return [e async for e in runtime.turns.run(turn, None, note)]
+
+    events = asyncio.run(answer())
+    assert events[-1].kind == "done", events[-1]
+    assert runs.info(principal, run_id).status == "running"
+    assert runs.sweep(now=utcnow() + timedelta(seconds=60)).interrupted == 1
+    assert runs.info(principal, run_id).status == "interrupted"
+    messages = runtime.conversations.messages(principal, events[0].data["conversation_id"])
+    roles = [(m.role, m.status) for m in messages]
+    assert roles == [("user", "complete"), ("assistant", "complete")]
+    assert messages[1].text == events[-1].data["text"]

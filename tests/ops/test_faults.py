@@ -19,9 +19,9 @@ ledger finishes every ingestion job (``done``, none lost, none failed); every do
 successful save: a follow-up run returns the acknowledged count + 1 (+ 2 when the killed run
 had saved before dying) and the memory says exactly the saved count, so a run that did not save
 left no memory; no answer stays running (the runs sweeper interrupts the orphans), every
-conversation reads back decrypted, every answer after its question, and takes a follow-up
-(a question killed before its run recorded a first event may stay unanswered: a known
-window, at most one per point).
+conversation reads back decrypted, every question followed by its answer (an ``interrupted``
+one for a killed answer, even one killed before its run recorded a first event), and takes a
+follow-up.
 
 The issue asks for 50 points: ``FAULT_TEST_POINTS`` (default 4, one of each activity) sets how
 many. Each point costs a process restart, the embedding model loading again in it, and the
@@ -45,7 +45,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +171,13 @@ def _point(world: World, rng: random.Random, number: int, logs: Path) -> str:
     def act() -> None:
         if activity == "ingest":
             names = rng.sample(sorted(world.reference), 2)
-            response = world.upload(at, names, f"p{number}")
+            try:
+                response = world.upload(at, names, f"p{number}")
+            except httpx.TransportError as exc:
+                # The API process taking the upload died before answering: the upload is
+                # whole or absent (checked with every document), its job id never arrived.
+                outcome["dropped"] = type(exc).__name__
+                return
             if response.status_code == 202:
                 world.jobs.append(response.json()["job"]["id"])
             outcome["status"] = response.status_code
@@ -264,17 +269,10 @@ def _verify(world: World, number: int) -> None:
         )
         assert detail.status_code == 200, (number, detail.text)
         roles = [m["role"] for m in detail.json()["messages"]]
-        # Each answer follows its question. A question may stand without an answer: the known
-        # window of a process killed after the turn stored the question and before the run
-        # recorded its first event (the run does not know its conversation yet, so the
-        # sweeper's interrupted answer has nowhere to go; docs/operations.md). At most one
-        # such question per kill point.
-        assert roles[:1] == ["user"], (number, roles)
-        assert all(a != "assistant" or b != "assistant" for a, b in pairwise(roles)), roles
-        unanswered = sum(
-            a == "user" and b != "assistant" for a, b in pairwise([*roles, "end"])
-        )
-        assert unanswered <= number + 1, (number, roles)
+        # Question, answer, question, answer: a killed answer is stored `interrupted` by the
+        # sweeper, also when the process died before its run recorded a first event (the run
+        # is linked to its conversation with the question).
+        assert roles == ["user", "assistant"] * (len(roles) // 2), (number, roles)
     assert world.turn(number, f"after point {number}", world.conversations[-1])
 
 

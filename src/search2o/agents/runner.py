@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from search2o import aio
 from search2o.accounts import Principal
@@ -229,9 +230,17 @@ class AgentRunner:
         return aio.iterate(self.run(run))
 
     async def run(
-        self, run: PreparedRun, stop: threading.Event | None = None
+        self,
+        run: PreparedRun,
+        stop: threading.Event | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Run ``run`` and yield its events as they happen (see the module docstring).
+
+        ``on_stored(session, conversation_id, role)`` is called inside the transaction that
+        stores the user's message (``"user"``; in a conversation the hooks keep, the one that
+        touches its entry) and inside the one that stores the answer or the failure
+        (``"assistant"``), as in :meth:`search2o.query.turn.TurnEngine.run`.
 
         The run executes in a worker thread (the event loop stays free for other requests);
         its events cross to this coroutine through a queue. Setting ``stop``, or a consumer
@@ -247,7 +256,7 @@ class AgentRunner:
 
         def work() -> None:
             try:
-                self._execute(run, emit, cancelled)
+                self._execute(run, emit, cancelled, on_stored)
             except Exception as exc:  # e.g. the conversation was deleted meanwhile; or a bug
                 emit(error_event(exc))
             finally:
@@ -266,8 +275,9 @@ class AgentRunner:
         run: PreparedRun,
         emit: Callable[[Event], None],
         cancelled: threading.Event | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> None:
-        opened = self._open(run)
+        opened = self._open(run, on_stored)
         conversation_id, user_message_id, created = opened.id, opened.message_id, opened.created
         emit(
             ConversationEvent(
@@ -346,13 +356,15 @@ class AgentRunner:
                 waiting.output = {"error": exc.message}
                 waiting.finished_at = _now()
                 closing = (store, waiting, version)
-            emit(self._failed(run, opened, exc, effects, closing))
+            emit(self._failed(run, opened, exc, effects, closing, on_stored))
             return
         effects.state.record_run(record)
         try:
-            message_id = self._save(run, opened, store, effects, version, text, citations)
+            message_id = self._save(
+                run, opened, store, effects, version, text, citations, on_stored
+            )
         except Search2oError as exc:
-            emit(self._failed(run, opened, exc, effects))
+            emit(self._failed(run, opened, exc, effects, None, on_stored))
             return
         emit(DeltaEvent(text=text))
         done: dict[str, Any] = {
@@ -374,7 +386,9 @@ class AgentRunner:
             done["trace"] = [entry.to_json() for entry in effects.trace]
         emit(DoneEvent(**done))
 
-    def _open(self, run: PreparedRun) -> _Opened:
+    def _open(
+        self, run: PreparedRun, on_stored: Callable[[Session, str, str], None] | None = None
+    ) -> _Opened:
         """Create or open the conversation and store the user's message (with us or not).
 
         With state hooks that keep transcripts (and not for validation runs), a conversation
@@ -399,6 +413,8 @@ class AgentRunner:
             if conversation.kept_by_hooks:
                 question = _transcript_message("user", run.message, run.definition.name)
                 touch_entry(session, conversation)
+                if on_stored is not None:
+                    on_stored(session, conversation.id, "user")
                 return _Opened(conversation.id, question["id"], created, question)
             message = append_message(
                 session,
@@ -408,6 +424,8 @@ class AgentRunner:
                 text=run.message,
                 agent=run.definition.name,
             )
+            if on_stored is not None:
+                on_stored(session, conversation.id, "user")
             return _Opened(conversation.id, message.id, created)
 
     def _save(
@@ -419,6 +437,7 @@ class AgentRunner:
         version: int,
         text: str,
         citations: list[dict[str, Any]],
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> str:
         """Save state, memories and the agent's message in one transaction; return its id.
 
@@ -455,6 +474,8 @@ class AgentRunner:
             # Last: a hook store's save leaves the enterprise's side changed only when every
             # write of ours went through; if it fails, this transaction rolls back.
             store.save(opened.id, run.principal, effects.state, version, session=session)
+            if on_stored is not None:
+                on_stored(session, opened.id, "assistant")
             return message_id
 
     def _failed(
@@ -464,6 +485,7 @@ class AgentRunner:
         error: Search2oError,
         effects: RunEffects,
         closing: tuple[StateStore, RunRecord, int] | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> Event:
         """Record the failed answer in the transcript; the state and memories stay.
 
@@ -495,6 +517,8 @@ class AgentRunner:
                 # another message may have got there first: then it decides
                 with contextlib.suppress(ConflictError):
                     store.save(conversation_id, run.principal, changes, version, session=session)
+            if on_stored is not None:
+                on_stored(session, conversation_id, "assistant")
         extra: dict[str, Any] = {}
         if run.validation:
             extra["trace"] = [entry.to_json() for entry in effects.trace]

@@ -14,8 +14,11 @@ it; the writing process reads it with its heartbeat and stops the answer, which 
 ``interrupted``. A run whose heartbeat is older than ``runs.stale_s`` lost its process: the
 sweeper (:meth:`RunStore.sweep`, at every start and every ``runs.sweep_interval_s``) marks it
 ``interrupted`` and stores the part of the answer recorded so far as an ``interrupted`` answer,
-so a transcript never ends on a question without saying why. Finished runs are removed with
-their events ``runs.keep_s`` after they end.
+so a transcript never ends on a question without saying why, and an answer is never stored
+twice: the run is linked to its conversation in the transaction that stores the question, and
+notes its answer in the one that stores it (:meth:`RunStore.note_stored`), so this holds for a
+process killed before the run recorded its first event or after the answer was stored.
+Finished runs are removed with their events ``runs.keep_s`` after they end.
 
 The sweeper and the writer race only when a live process has not renewed its heartbeat for
 ``stale_s`` (30 s by default, 30 heartbeats); both then store an answer. The writer's event loop
@@ -107,6 +110,21 @@ class RunStore:
             session.add(Run(id=run_id, user_id=principal.user_id, agent=agent))
         return run_id
 
+    def note_stored(self, run_id: str, session: Session, conversation_id: str, role: str) -> None:
+        """Note in ``session`` that the run's question (``role`` ``user``) or answer is stored.
+
+        The engines call it through ``on_stored`` (:meth:`search2o.query.turn.TurnEngine.run`,
+        :meth:`search2o.agents.runner.AgentRunner.run`) inside the transaction storing that
+        message, so the note commits with it. The question links the run to its conversation,
+        so :meth:`sweep` finds the conversation of every question a run took; the answer sets
+        ``finished_at`` (the status stays ``running`` until the run's last event is recorded,
+        for its followers), so a sweep after a death between the two adds no second answer.
+        """
+        values: dict[str, object] = (
+            {"conversation_id": conversation_id} if role == "user" else {"finished_at": utcnow()}
+        )
+        session.execute(update(Run).where(Run.id == run_id).values(**values))
+
     def record(
         self,
         run_id: str,
@@ -117,15 +135,14 @@ class RunStore:
         """Store a batch of events (may be empty: a heartbeat); return whether stop was asked.
 
         The batch is sealed as one record. ``conversation_id`` is the run's conversation, known
-        from its first event; before it is known nothing is stored but the heartbeat.
+        from its first event (and linked by :meth:`link` when the question was stored); before
+        it is known nothing is stored but the heartbeat.
         """
         with self._db.session() as session:
             row = session.get(Run, run_id)
             if row is None:  # its conversation was deleted meanwhile
                 return True
             if events and conversation_id is not None:
-                if row.conversation_id is None:
-                    row.conversation_id = conversation_id
                 sealer = self._vault.sealer(session, conversation_id, owner_id)
                 payload = [[seq, event.kind, event.data] for seq, event in events]
                 session.add(
@@ -200,16 +217,7 @@ class RunStore:
         ``interrupted`` (an empty text when nothing was recorded).
         """
         clock = now or utcnow()
-        stale = clock - timedelta(seconds=self.settings.stale_s)
-        interrupted = 0
-        with self._db.session() as session:
-            orphans = list(
-                session.scalars(
-                    select(Run).where(Run.status == "running", Run.heartbeat_at < stale)
-                )
-            )
-        for orphan in orphans:
-            interrupted += self._interrupt(orphan.id, stale)
+        interrupted = self.interrupt_orphans(now=clock)
         expired = clock - timedelta(seconds=self.settings.keep_s)
         with self._db.session() as session:
             old = select(Run.id).where(Run.status.in_(FINAL_STATUSES), Run.finished_at < expired)
@@ -224,11 +232,36 @@ class RunStore:
             )
         return SweepReport(interrupted, len(ids))
 
+    def interrupt_orphans(
+        self, conversation_id: str | None = None, now: datetime | None = None
+    ) -> int:
+        """Interrupt the runs whose heartbeat is older than ``stale_s``; return how many.
+
+        ``conversation_id`` limits it to one conversation: the chat service calls it before a
+        new question joins one, so the answer of a run that died there comes before that
+        question, not whenever the next sweep runs.
+        """
+        stale = (now or utcnow()) - timedelta(seconds=self.settings.stale_s)
+        query = select(Run.id).where(Run.status == "running", Run.heartbeat_at < stale)
+        if conversation_id is not None:
+            query = query.where(Run.conversation_id == conversation_id)
+        with self._db.session() as session:
+            orphans = list(session.scalars(query))
+        return sum(self._interrupt(orphan, stale) for orphan in orphans)
+
     def _interrupt(self, run_id: str, stale: datetime) -> int:
         with self._db.session() as session:
+            orphan = (Run.id == run_id, Run.status == "running", Run.heartbeat_at < stale)
+            answered = session.execute(
+                update(Run)
+                .where(*orphan, Run.finished_at.is_not(None))
+                .values(status="interrupted")
+            )
+            if getattr(answered, "rowcount", 0):
+                return 1  # its answer is in the conversation: only its last events were lost
             claimed = session.execute(
                 update(Run)
-                .where(Run.id == run_id, Run.status == "running", Run.heartbeat_at < stale)
+                .where(*orphan)
                 .values(status="interrupted", finished_at=utcnow())
             )
             if not getattr(claimed, "rowcount", 0):
@@ -237,7 +270,9 @@ class RunStore:
             if row is None or row.conversation_id is None:
                 return 1
             conversation = session.get(Conversation, row.conversation_id)
-            if conversation is None:
+            if conversation is None or conversation.kept_by_hooks:
+                # The hooks keep that transcript, and a run that never saved left nothing in it
+                # (a failed agent run writes nothing there either).
                 return 1
             sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
             text = "".join(

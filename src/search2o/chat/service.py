@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -57,6 +58,12 @@ class PreparedAnswer:
     principal: Principal
     turn: PreparedTurn | None = None
     agent_run: PreparedRun | None = None
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The conversation the message continues, or ``None`` for a new one."""
+        ask = self.turn if self.turn is not None else self.agent_run
+        return ask.conversation_id if ask is not None else None
 
     @property
     def agent(self) -> str | None:
@@ -170,12 +177,18 @@ class ChatService:
     async def start(self, prepared: PreparedAnswer) -> str:
         """Begin the answer as a run written by a task of this process; return the run's id.
 
+        A message continuing a conversation first interrupts the stale runs there
+        (:meth:`RunStore.interrupt_orphans`), so a dead run's answer comes before it.
+
         The first event (``conversation``) carries the id. Must be awaited on the event loop
         that will keep running the task (the server's, or :mod:`search2o.aio`'s).
         """
         if not self._swept:  # the first answer of a process cleans up after earlier ones
             self._swept = True
             await asyncio.to_thread(self.runs.sweep)
+        elif prepared.conversation_id is not None:
+            # A run that died in this conversation gets its answer before the new question.
+            await asyncio.to_thread(self.runs.interrupt_orphans, prepared.conversation_id)
         run_id = await asyncio.to_thread(self.runs.create, prepared.principal, prepared.agent)
         self.live.open(run_id, prepared.principal.user_id)
         stop = threading.Event()
@@ -270,11 +283,18 @@ class ChatService:
 
     # --- the writer -------------------------------------------------------------------------
 
-    def _events(self, prepared: PreparedAnswer, stop: threading.Event) -> AsyncIterator[Event]:
+    def _events(
+        self, run_id: str, prepared: PreparedAnswer, stop: threading.Event
+    ) -> AsyncIterator[Event]:
+        # The run learns its conversation in the transaction that stores the question, and
+        # that its answer is stored in the answer's: a process killed before the run records
+        # anything leaves the sweeper a conversation for the interrupted answer, and one
+        # killed after the answer leaves it nothing to add.
+        link = functools.partial(self.runs.note_stored, run_id)
         if prepared.agent_run is not None:
-            return self._runner().run(prepared.agent_run, stop)
+            return self._runner().run(prepared.agent_run, stop, link)
         assert prepared.turn is not None
-        return self._turns().run(prepared.turn, stop)
+        return self._turns().run(prepared.turn, stop, link)
 
     async def _write(self, run_id: str, prepared: PreparedAnswer, stop: threading.Event) -> None:
         """Drive the answer; publish each event here and record it, batched, in the database."""
@@ -291,7 +311,7 @@ class ChatService:
             if await asyncio.to_thread(self.runs.record, run_id, owner, conversation, batch):
                 stop.set()
 
-        iterator = aiter(self._events(prepared, stop))
+        iterator = aiter(self._events(run_id, prepared, stop))
         step: asyncio.Future[Event] | None = None
         try:
             while True:

@@ -24,7 +24,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -234,9 +234,17 @@ class TurnEngine:
         return aio.iterate(self.run(turn))
 
     async def run(
-        self, turn: PreparedTurn, stop: threading.Event | None = None
+        self,
+        turn: PreparedTurn,
+        stop: threading.Event | None = None,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Run a prepared turn, yielding its events (see the module docstring).
+
+        ``on_stored(session, conversation_id, role)`` is called inside the transaction that
+        stores the user's message (``role`` ``"user"``) and inside the one that stores the
+        answer (``"assistant"``), so what it writes commits with that message or not at all
+        (the chat service's run learns its conversation, then that its answer is stored).
 
         Setting ``stop`` (from any thread) ends the answer within ``_STOP_POLL_S`` even while
         the model is silent: the partial answer is stored as ``interrupted`` and the last event
@@ -256,7 +264,7 @@ class TurnEngine:
             else ""
         )
         conversation, user_message, history, created = await asyncio.to_thread(
-            self._open, turn, title
+            self._open, turn, title, on_stored
         )
         yield ConversationEvent(
             conversation_id=conversation.id,
@@ -289,7 +297,7 @@ class TurnEngine:
             trace["timings"] = clock.timings()
             # The worker thread finishes the write even if this task is cancelled again.
             answer_id = await asyncio.to_thread(
-                self._store_answer, turn, history.sealer, state, trace, status
+                self._store_answer, turn, history.sealer, state, trace, status, on_stored
             )
             if answer_id is None and state.error is None:
                 state.error = NotFoundError(
@@ -314,7 +322,12 @@ class TurnEngine:
 
     # ---------------------------------------------------------------------------------------
 
-    def _open(self, turn: PreparedTurn, title: str) -> tuple[Conversation, Message, _History, bool]:
+    def _open(
+        self,
+        turn: PreparedTurn,
+        title: str,
+        on_stored: Callable[[Session, str, str], None] | None = None,
+    ) -> tuple[Conversation, Message, _History, bool]:
         with self._db.session() as session:
             if turn.conversation_id is None:
                 conversation, sealer = create_conversation(
@@ -339,6 +352,8 @@ class TurnEngine:
                 agent=turn.agent,
                 page=turn.page.stored() if turn.page is not None else None,
             )
+            if on_stored is not None:
+                on_stored(session, conversation.id, "user")
             session.expunge_all()
         return conversation, user_message, history, created
 
@@ -587,6 +602,7 @@ class TurnEngine:
         state: _AnswerState,
         trace: dict[str, Any],
         status: str,
+        on_stored: Callable[[Session, str, str], None] | None = None,
     ) -> str | None:
         trace["status"] = status
         conversation_id = sealer.conversation_id
@@ -611,6 +627,8 @@ class TurnEngine:
                 session.add(
                     RetrievalTrace(message_id=message.id, sealed=sealer.seal("trace", trace))
                 )
+                if on_stored is not None:
+                    on_stored(session, conversation_id, "assistant")
                 return message.id
         except NotFoundError:
             return None

@@ -4,7 +4,7 @@ Kept apart from :mod:`search2o.storage.models` so the chat service owns its sche
 same declarative ``Base``.
 
 * ``runs``: one row per answer (a chat turn or an agent run) while it is written and for a grace
-  period after: its owner, its conversation (known from the first event on), its status, the
+  period after: its owner, its conversation (linked when the question is stored), its status, the
   last event number, a heartbeat of the process writing it, and a stop request another process
   may set.
 * ``run_events``: the run's events in batches, each sealed under the conversation's data key
