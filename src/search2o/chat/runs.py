@@ -135,8 +135,8 @@ class RunStore:
         """Store a batch of events (may be empty: a heartbeat); return whether stop was asked.
 
         The batch is sealed as one record. ``conversation_id`` is the run's conversation, known
-        from its first event (and linked by :meth:`link` when the question was stored); before
-        it is known nothing is stored but the heartbeat.
+        from its first event (the run itself is linked to it by :meth:`note_stored` when the
+        question is stored); before it is known nothing is stored but the heartbeat.
         """
         with self._db.session() as session:
             row = session.get(Run, run_id)
