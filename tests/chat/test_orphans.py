@@ -40,6 +40,20 @@ def _writer(settings: Settings, stage: str) -> subprocess.Popen[str]:
     )
 
 
+def _kill(writer: subprocess.Popen[str]) -> None:
+    """Kill ``writer`` the way the OOM killer would (SIGKILL) and wait for it to end."""
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait(timeout=30)
+
+
+def _reap(writer: subprocess.Popen[str]) -> None:
+    """Make sure ``writer`` has ended and its pipe is closed, whatever the test did."""
+    if writer.poll() is None:
+        writer.kill()
+    if writer.stdout is not None:
+        writer.stdout.close()
+
+
 def _kill_after_asking(settings: Settings, stage: str) -> None:
     """Kill a ``turn`` or ``agent`` writer once its model is called (SIGKILL).
 
@@ -50,13 +64,9 @@ def _kill_after_asking(settings: Settings, stage: str) -> None:
     try:
         assert writer.stdout is not None
         assert writer.stdout.readline().split() == ["asked"]
-        os.kill(writer.pid, signal.SIGKILL)
-        writer.wait(timeout=30)
+        _kill(writer)
     finally:
-        if writer.poll() is None:
-            writer.kill()
-        if writer.stdout is not None:
-            writer.stdout.close()
+        _reap(writer)
 
 
 def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
@@ -78,13 +88,9 @@ def test_a_killed_writer_leaves_an_interrupted_answer_with_its_text(
             if recorded >= 9:  # the conversation event and 8 deltas
                 break
             time.sleep(0.05)
-        os.kill(writer.pid, signal.SIGKILL)
-        writer.wait(timeout=30)
+        _kill(writer)
     finally:
-        if writer.poll() is None:
-            writer.kill()
-        if writer.stdout is not None:
-            writer.stdout.close()
+        _reap(writer)
     try:
         principal = runtime.local_principal()
         assert runtime.chat.runs.info(principal, run_id).status == "running"
