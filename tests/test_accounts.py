@@ -164,32 +164,6 @@ def test_authenticate_returns_the_owner_and_notes_the_use(database: Database) ->
     assert _aware(used) >= before.replace(microsecond=0)
 
 
-def test_a_token_use_is_noted_to_the_minute_so_most_requests_write_nothing(
-    database: Database,
-) -> None:
-    with database.session() as session:
-        secret = accounts.issue_token(session, accounts.create_user(session, "m@example.com"))
-
-    def last_used() -> datetime:
-        with database.session() as session:
-            used = accounts.list_tokens(session)[0].last_used_at
-        assert used is not None
-        return _aware(used)
-
-    with database.session() as session:
-        accounts.authenticate(session, secret)
-    first = last_used()
-    with database.session() as session:
-        accounts.authenticate(session, secret)
-    assert last_used() == first  # not written: the use a moment ago is still current
-    with database.session() as session:  # a minute and more later, the use is noted again
-        token = session.scalars(select(ApiToken)).one()
-        token.last_used_at = first - accounts.TOKEN_USE_RESOLUTION
-    with database.session() as session:
-        accounts.authenticate(session, secret)
-    assert last_used() > first - accounts.TOKEN_USE_RESOLUTION
-
-
 @pytest.mark.parametrize("secret", ["", "s2o_", "s2o_not-a-real-token", "Bearer x"])
 def test_unknown_tokens_do_not_authenticate(database: Database, secret: str) -> None:
     with database.session() as session:

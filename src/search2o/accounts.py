@@ -21,7 +21,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Literal, get_args
 
 from sqlalchemy import select, update
@@ -38,7 +38,6 @@ from search2o.textrules import check_text
 __all__ = [
     "LOCAL_MODE_TOKEN_NAME",
     "PLANS",
-    "TOKEN_USE_RESOLUTION",
     "Plan",
     "Principal",
     "SurfaceCaller",
@@ -62,8 +61,6 @@ __all__ = [
 ]
 
 TOKEN_PREFIX = "s2o_"
-# How finely a token's last use is kept (resolve_token); as coarse as `tokens list` shows it.
-TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 # Name and domain without spaces, C0/C1 controls or DEL: an email is printed in tables.
 _EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$")
 LOCAL_MODE_TOKEN_NAME = "serve"
@@ -435,9 +432,6 @@ def resolve_token(
 ) -> Principal | SurfaceCaller:
     """Return who the active token ``secret`` stands for, and note its use.
 
-    The use is noted to :data:`TOKEN_USE_RESOLUTION` (a minute): ``last_used_at`` changes
-    only when the stored one is older, so most requests write nothing.
-
     Args:
         session: the caller's transaction.
         secret: the bearer token as sent.
@@ -457,11 +451,7 @@ def resolve_token(
         raise AuthenticationError("invalid or revoked API token")
     if token.local_only and auth_mode != "local":
         raise AuthenticationError("invalid or revoked API token")
-    now = utcnow()
-    # To the minute: a write on every request would make each read a write, and on SQLite
-    # every API call (a surface worker's above all) would queue for the one write lock.
-    if token.last_used_at is None or now - token.last_used_at >= TOKEN_USE_RESOLUTION:
-        token.last_used_at = now
+    token.last_used_at = utcnow()
     if token.user is None:
         assert token.surface is not None  # ck_api_tokens_owner: a user or a surface
         return SurfaceCaller(token.surface)
