@@ -498,13 +498,11 @@ class MemoryStore:
 
     @contextmanager
     def _session(self, session: Session | None, *, autocommit: bool = False) -> Iterator[Session]:
-        if session is not None:
-            yield session
-        elif autocommit:
+        if session is None and autocommit:
             with self._db.autocommit_session() as own:
                 yield own
         else:
-            with self._db.session() as own:
+            with self._db.within(session) as own:
                 yield own
 
 

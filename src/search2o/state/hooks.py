@@ -45,8 +45,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
@@ -372,17 +371,8 @@ class HookStateStore:
             if not isinstance(conversation, str) or not _ID.fullmatch(conversation):
                 raise missing_conversation(str(conversation))
             return
-        with self._session(session) as s:
+        with self._db.within(session) as s:
             conversation_owner(s, conversation, user)
-
-    @contextmanager
-    def _session(self, session: Session | None) -> Iterator[Session]:
-        if session is not None:
-            yield session
-            return
-        assert self._db is not None
-        with self._db.session() as own:
-            yield own
 
     def _restore(self, conversation: str, user: Principal) -> tuple[ConversationState, int] | None:
         reply = self._call("restore", lambda: self.hook.restore(conversation, user.email))

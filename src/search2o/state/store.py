@@ -31,9 +31,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -292,7 +291,7 @@ class DatabaseStateStore:
             StorageError: change rows are missing for good (the database was edited).
 
         """
-        with self._session(session) as s:
+        with self._db.within(session) as s:
             owner = conversation_owner(s, conversation, user)
             for _ in range(_RESTORE_ATTEMPTS):
                 head = s.execute(
@@ -341,7 +340,7 @@ class DatabaseStateStore:
         expected = check_expected_version(expected_version)
         payload = changes.to_json()
         version = expected + 1
-        with self._session(session) as s:
+        with self._db.within(session) as s:
             owner = conversation_owner(s, conversation, user, lock=True)
             sealer = self._vault.sealer(s, conversation, owner)
             blob = sealer.seal(KIND_CHANGE, {"version": version, "changes": payload})
@@ -368,7 +367,7 @@ class DatabaseStateStore:
             NotFoundError: missing or another user's.
 
         """
-        with self._session(session) as s:
+        with self._db.within(session) as s:
             conversation_owner(s, conversation, user, lock=True)
             now = utcnow()
             values: dict[str, Any] = {
@@ -527,14 +526,6 @@ class DatabaseStateStore:
         )
 
     # --- helpers ------------------------------------------------------------------------
-
-    @contextmanager
-    def _session(self, session: Session | None) -> Iterator[Session]:
-        if session is not None:
-            yield session
-            return
-        with self._db.session() as own:
-            yield own
 
     def _advance(self, s: Session, conversation: str, expected: int) -> int:
         """Move the head from ``expected`` to ``expected + 1``; return its snapshot version."""
