@@ -1,8 +1,10 @@
 """A citation chip's hover card closes with Escape, without moving the pointer, and the keyboard
-lands on the chip (WCAG 2.1, 1.4.13 "Content on Hover or Focus")."""
+lands on the chip (WCAG 2.1, 1.4.13 "Content on Hover or Focus"); a chip keeps its focus and
+card when the stored answer replaces the streamed one."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -39,4 +41,41 @@ def test_escape_closes_the_hover_card_and_focuses_the_chip(browser: Any, site: S
     page.keyboard.press("Escape")
     expect(card).to_be_hidden()
     expect(chip).to_be_focused()
+    page.context.close()
+
+
+def test_the_stored_answer_keeps_the_streamed_answers_focused_chip(browser: Any, site: Site) -> None:
+    """When the stream ends the Web App reads the stored answer and shows it instead of the
+    streamed one; a reader on a chip at that moment keeps the very element, its focus and card."""
+    from playwright.sync_api import expect
+
+    page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
+    held: list[Any] = []
+    holding = [True]
+
+    def hold(route: Any) -> None:  # the stored conversation waits until the chip has focus
+        if holding[0]:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(re.compile(r"/v1/conversations/[0-9a-f]{32}$"), hold)
+    page.goto(site.url + "/")
+    ask(page, QUESTION)
+    streamed = page.locator(".turn.live article.answer")
+    expect(streamed.get_by_role("button", name="Good answer")).to_be_visible(timeout=30_000)
+    chip = streamed.locator(".cite-chip").first
+    chip.focus()
+    card = page.get_by_role("tooltip")
+    expect(card).to_be_visible()
+    chip.evaluate("element => { window.focusedChip = element; }")
+    holding[0] = False
+    assert held, "the stored conversation was never asked for"
+    for route in held:
+        route.continue_()
+    expect(page.locator(".turn.live")).to_have_count(0, timeout=30_000)  # the stored one is shown
+    expect(page.locator("article.answer")).to_have_count(1)
+    assert page.evaluate("() => window.focusedChip.isConnected"), "the chip was replaced"
+    expect(page.locator("article.answer").locator(".cite-chip").first).to_be_focused()
+    expect(card).to_be_visible()
     page.context.close()

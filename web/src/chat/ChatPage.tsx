@@ -1,5 +1,5 @@
 // A conversation: its messages, the answer in flight, the composer.
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useRef, useState, type ReactNode } from "react";
 import { ApiError, type Schemas } from "../api/client";
 import { useConversation, useWaiting } from "../api/queries";
 import { Composer } from "./Composer";
@@ -19,6 +19,59 @@ function liveShown(run: LiveRun, conversationId: string): Shown {
     searched: Boolean(run.done?.searched),
     conversationId,
   };
+}
+
+/** The answer's key while it streams and once stored, so the stored one keeps its elements. */
+function turnKey(run: LiveRun): string {
+  return `turn-${run.runId ?? "sending"}`;
+}
+
+interface TurnProps {
+  message: Shown;
+  /** The run in flight while this answer is not stored yet. */
+  live?: LiveRun;
+  waiting?: boolean;
+  onTrace: (messageId: string) => void;
+}
+
+/**
+ * One answer, streamed or stored, in one element shape: when the stored answer replaces the
+ * streamed one (same key), React keeps its elements, so a chip under the pointer or holding the
+ * keyboard focus stays where it was. The in-flight parts (steps, searches, status) are empty
+ * slots once it is stored.
+ */
+function Turn({ message, live, waiting, onTrace }: TurnProps) {
+  return (
+    <div className={live ? "turn live" : "turn"}>
+      {live?.steps.length ? (
+        <ol className="steps" aria-label="Agent steps">
+          {live.steps.map((s, i) => (
+            <li key={i}>
+              {s.function} › {s.command}
+            </li>
+          ))}
+        </ol>
+      ) : null}
+      {live?.toolCalls.map((c) => (
+        <p key={c.id} className="muted tool-call">
+          Searching: <q dir="auto">{String(c.arguments.query ?? "")}</q>
+        </p>
+      ))}
+      {live && (live.phase === "sending" || (live.phase === "streaming" && !live.text)) ? (
+        <p className="muted">Thinking…</p>
+      ) : null}
+      {!live || live.text ? (
+        <MessageView message={message} live={Boolean(live && !live.done?.message_id)} waiting={waiting} onTrace={onTrace} />
+      ) : null}
+      {live?.phase === "reconnecting" ? (
+        <p className="badge reconnecting" role="status">
+          Reconnecting…
+        </p>
+      ) : null}
+      {live?.phase === "failed" ? <p role="alert">{live.error}</p> : null}
+      {live?.done?.status === "paused" ? <p className="badge waiting">Waiting for your answer</p> : null}
+    </div>
+  );
 }
 
 interface Props {
@@ -84,6 +137,28 @@ export function ChatPage({ conversationId, page = null, onPageSent }: Props) {
     stick.current = element.scrollHeight - element.scrollTop - element.clientHeight < 48;
   };
 
+  // One list, one key per answer: the streamed answer and the stored one that replaces it share
+  // a key in the same array, so React reuses its elements instead of remounting them.
+  const turns: ReactNode[] = messages.map((m) =>
+    m.role === "user" ? (
+      <MessageView key={m.id} message={shownOf(m)} />
+    ) : (
+      <Turn
+        key={m.id === doneId && live ? turnKey(live) : m.id}
+        message={shownOf(m)}
+        waiting={waitingAgent !== null && m.id === lastAnswer?.id}
+        onTrace={setTrace}
+      />
+    ),
+  );
+  if (live && showUser) {
+    const shown = liveShown(live, conversationId ?? "");
+    turns.push(<MessageView key="live-user" message={{ ...shown, id: null, role: "user", text: live.userText }} live />);
+  }
+  if (live && showAnswer) {
+    turns.push(<Turn key={turnKey(live)} message={liveShown(live, conversationId ?? "")} live={live} onTrace={setTrace} />);
+  }
+
   if (conversation.isError) {
     const missing = conversation.error instanceof ApiError && conversation.error.status === 404;
     return (
@@ -103,55 +178,7 @@ export function ChatPage({ conversationId, page = null, onPageSent }: Props) {
             <p className="muted">Answers cite the documents they come from.</p>
           </div>
         ) : null}
-        {messages.map((m) => (
-          <MessageView
-            key={m.id}
-            message={shownOf(m)}
-            waiting={waitingAgent !== null && m.id === lastAnswer?.id}
-            onTrace={setTrace}
-          />
-        ))}
-        {live && showUser ? (
-          <MessageView
-            message={{ ...liveShown(live, conversationId ?? ""), id: null, role: "user", text: live.userText }}
-            live
-          />
-        ) : null}
-        {live && showAnswer ? (
-          <div className="live">
-            {live.steps.length ? (
-              <ol className="steps" aria-label="Agent steps">
-                {live.steps.map((s, i) => (
-                  <li key={i}>
-                    {s.function} › {s.command}
-                  </li>
-                ))}
-              </ol>
-            ) : null}
-            {live.toolCalls.map((c) => (
-              <p key={c.id} className="muted tool-call">
-                Searching: <q dir="auto">{String(c.arguments.query ?? "")}</q>
-              </p>
-            ))}
-            {live.phase === "sending" || (live.phase === "streaming" && !live.text) ? (
-              <p className="muted">Thinking…</p>
-            ) : null}
-            {live.text ? (
-              <MessageView
-                message={liveShown(live, conversationId ?? "")}
-                live={!live.done?.message_id}
-                onTrace={setTrace}
-              />
-            ) : null}
-            {live.phase === "reconnecting" ? (
-              <p className="badge reconnecting" role="status">
-                Reconnecting…
-              </p>
-            ) : null}
-            {live.phase === "failed" ? <p role="alert">{live.error}</p> : null}
-            {live.done?.status === "paused" ? <p className="badge waiting">Waiting for your answer</p> : null}
-          </div>
-        ) : null}
+        {turns}
       </div>
       <div className="visually-hidden" aria-live="polite" aria-atomic="true">
         {announce}

@@ -1,7 +1,7 @@
 // Answers are untrusted text (docs/security.md): Markdown is rendered without raw HTML, through
 // rehype-sanitize (GitHub's allowlist), links only to http(s)/mailto, and no image is ever
 // loaded (an image shows as its alt text with a link), so nothing leaves the page by itself.
-import { memo, type ReactNode } from "react";
+import { createContext, memo, useContext, useMemo, type ReactNode } from "react";
 import Markdown, { type Components } from "react-markdown";
 import rehypeSanitize from "rehype-sanitize";
 import remarkGfm from "remark-gfm";
@@ -70,53 +70,66 @@ interface Props {
   citations: Citation[];
 }
 
+// The renderers are module-level, so a re-render (new citations, the stored answer replacing the
+// streamed one) keeps every chip mounted, with its hover, focus and dismissed state; they read
+// the answer's citations from this context.
+const Citations = createContext<ReadonlyMap<number, Citation>>(new Map());
+
+function CiteOrLink({ href, children }: { href?: string; children?: ReactNode }) {
+  const byNumber = useContext(Citations);
+  const cite = href ? CITE_HREF.exec(href) : null;
+  if (cite) {
+    const citation = byNumber.get(Number(cite[1]));
+    return citation ? <CitationChip citation={citation} /> : null;
+  }
+  if (!href) return <span>{children}</span>;
+  return (
+    <a href={href} target="_blank" rel="noopener noreferrer nofollow">
+      {children}
+    </a>
+  );
+}
+
+function ImageAsLink({ alt, src }: { alt?: string; src?: unknown }) {
+  const url = src ? safeUrl(String(src)) : "";
+  const label = `image: ${alt || "untitled"}`;
+  return url ? (
+    <a href={url} target="_blank" rel="noopener noreferrer nofollow" className="image-link">
+      [{label}]
+    </a>
+  ) : (
+    <span className="image-link">[{label}]</span>
+  );
+}
+
+const COMPONENTS: Components = {
+  a: CiteOrLink,
+  img: ImageAsLink,
+  p: withDir("p"),
+  li: withDir("li"),
+  h1: withDir("h3"),
+  h2: withDir("h3"),
+  h3: withDir("h4"),
+  blockquote: withDir("blockquote"),
+  td: withDir("td"),
+  th: withDir("th"),
+};
+
 function AnswerMarkdownImpl({ text, citations }: Props) {
-  const byNumber = new Map(citations.map((c) => [c.number, c]));
-  const components: Components = {
-    a: ({ href, children }) => {
-      const cite = href ? CITE_HREF.exec(href) : null;
-      if (cite) {
-        const citation = byNumber.get(Number(cite[1]));
-        return citation ? <CitationChip citation={citation} /> : null;
-      }
-      if (!href) return <span>{children}</span>;
-      return (
-        <a href={href} target="_blank" rel="noopener noreferrer nofollow">
-          {children}
-        </a>
-      );
-    },
-    img: ({ alt, src }) => {
-      const url = src ? safeUrl(String(src)) : "";
-      const label = `image: ${alt || "untitled"}`;
-      return url ? (
-        <a href={url} target="_blank" rel="noopener noreferrer nofollow" className="image-link">
-          [{label}]
-        </a>
-      ) : (
-        <span className="image-link">[{label}]</span>
-      );
-    },
-    p: withDir("p"),
-    li: withDir("li"),
-    h1: withDir("h3"),
-    h2: withDir("h3"),
-    h3: withDir("h4"),
-    blockquote: withDir("blockquote"),
-    td: withDir("td"),
-    th: withDir("th"),
-  };
+  const byNumber = useMemo(() => new Map(citations.map((c) => [c.number, c])), [citations]);
   return (
     <div className="markdown">
-      <Markdown
-        remarkPlugins={[remarkGfm, remarkCitations(new Set(byNumber.keys()))]}
-        rehypePlugins={[rehypeSanitize]}
-        urlTransform={safeUrl}
-        skipHtml
-        components={components}
-      >
-        {text}
-      </Markdown>
+      <Citations.Provider value={byNumber}>
+        <Markdown
+          remarkPlugins={[remarkGfm, remarkCitations(new Set(byNumber.keys()))]}
+          rehypePlugins={[rehypeSanitize]}
+          urlTransform={safeUrl}
+          skipHtml
+          components={COMPONENTS}
+        >
+          {text}
+        </Markdown>
+      </Citations.Provider>
     </div>
   );
 }
