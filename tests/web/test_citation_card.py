@@ -44,7 +44,7 @@ def test_escape_closes_the_hover_card_and_focuses_the_chip(browser: Any, site: S
     page.context.close()
 
 
-def test_the_stored_answer_keeps_the_streamed_answers_focused_chip(browser: Any, site: Site) -> None:
+def test_the_stored_answer_keeps_the_focused_chip(browser: Any, site: Site) -> None:
     """When the stream ends the Web App reads the stored answer and shows it instead of the
     streamed one; a reader on a chip at that moment keeps the very element, its focus and card."""
     from playwright.sync_api import expect
