@@ -135,6 +135,7 @@ class JobQueue:
         owner: int | None = None,
         max_attempts: int | None = None,
         session: Session | None = None,
+        sends: list[JobInfo] | None = None,
     ) -> JobInfo:
         """Add a job of ``kind``; with a ``dedupe_key`` already used, return that job (a no-op).
 
@@ -150,6 +151,10 @@ class JobQueue:
             session: a transaction of this queue's database to write the row in, committed
                 by the caller with its own writes (a surface's delivery record and its job:
                 one commit, both or neither); default: a transaction of its own.
+            sends: with ``session``: a new job is appended here instead of having its message
+                sent at the commit; the caller hands each to :meth:`send` once committed (the
+                messengers' group commit answers first, then sends). A job never sent is
+                sent by the sweeper after ``jobs.lost_after_s``.
 
         Returns:
             The job as stored (``queued`` unless it is an earlier job with the same key).
@@ -210,6 +215,8 @@ class JobQueue:
             return job
         if session is None:
             self._sent(job)
+        elif sends is not None:
+            sends.append(job)
         else:
             # A message for a row that may still roll back would be refused by the ledger
             # anyway, but sending it only after the commit keeps the message's meaning.
@@ -220,6 +227,14 @@ class JobQueue:
         """Send a newly committed job's message and log it."""
         self._send(job.id)
         log.info("job queued", extra={"fields": {"job": job.id, "kind": job.kind}})
+
+    def send(self, job: JobInfo) -> None:
+        """Send the message of ``job``, enqueued with ``sends`` and since committed.
+
+        A failure to send is logged, not raised: the job is kept and the sweeper sends it
+        after ``jobs.lost_after_s``.
+        """
+        self._sent(job)
 
     def get(self, job_id: str, owner: int | None = None) -> JobInfo:
         """Return job ``job_id``, owner-checked: :func:`search2o.jobs.lookup.find_job`."""

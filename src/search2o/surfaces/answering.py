@@ -32,15 +32,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from sqlalchemy.orm import Session
+
 from search2o.client import Client
 from search2o.config import MessengerSettings
 from search2o.errors import ConfigError, InputError
 from search2o.jobs.context import JobContext
+from search2o.jobs.info import JobInfo
 from search2o.jobs.queue import JobQueue
 from search2o.surfaces.deliveries import Delivery, DeliveryStore, Inbound, failure_notice
 from search2o.surfaces.turns import link_reply, speaker
 
-__all__ = ["AnswerJob", "Outcome", "answer_dedupe_key", "take_question"]
+__all__ = [
+    "AnswerJob",
+    "Outcome",
+    "answer_dedupe_key",
+    "log_taken",
+    "record_question",
+    "take_question",
+]
 
 log = logging.getLogger("search2o.surfaces")
 
@@ -78,18 +88,48 @@ def take_question(store: DeliveryStore, queue: JobQueue, kind: str, inbound: Inb
         raise ConfigError("a surface's delivery store and job queue must share one database")
     # Urgent: the messenger waits for the acknowledgement; the answers' writes can wait.
     with store.database.session(urgent=True) as session:
-        delivery, new = store.record(inbound, session)
-        queue.enqueue(
-            kind,
-            {"delivery": delivery},
-            dedupe_key=answer_dedupe_key(kind, delivery),
-            session=session,
-        )
-    log.info(
-        "%s question %s", inbound.surface, "recorded" if new else "duplicate",
-        extra={"fields": {"event": inbound.event_key, "delivery": delivery}},
+        outcome = record_question(session, store, queue, kind, inbound)
+    log_taken(inbound, outcome)
+    return outcome
+
+
+def record_question(
+    session: Session,
+    store: DeliveryStore,
+    queue: JobQueue,
+    kind: str,
+    inbound: Inbound,
+    sends: list[JobInfo] | None = None,
+) -> Outcome:
+    """Write ``inbound``'s record and its answer job ``kind`` in ``session`` (not committed).
+
+    ``sends``: as :meth:`JobQueue.enqueue`'s (the new job is appended there instead of having
+    its message sent at the commit). Returns ``answered`` or ``duplicate`` with the delivery id.
+
+    Raises:
+        InputError: the job was refused (an unregistered kind).
+        StorageError: the database failed.
+
+    """
+    delivery, new = store.record(inbound, session)
+    queue.enqueue(
+        kind,
+        {"delivery": delivery},
+        dedupe_key=answer_dedupe_key(kind, delivery),
+        session=session,
+        sends=sends,
     )
     return Outcome("answered" if new else "duplicate", delivery)
+
+
+def log_taken(inbound: Inbound, outcome: Outcome) -> None:
+    """Log a committed question: recorded or duplicate, its event and delivery (no text)."""
+    log.info(
+        "%s question %s",
+        inbound.surface,
+        "recorded" if outcome.status == "answered" else "duplicate",
+        extra={"fields": {"event": inbound.event_key, "delivery": outcome.delivery}},
+    )
 
 
 class AnswerJob(ABC):

@@ -6,8 +6,8 @@ normalise (:mod:`~search2o.surfaces.mattermost.posts`) → dedupe and record
 the newest ``create_at`` taken, in Unix milliseconds) that a reconnect backfills from.
 Nothing slow happens before the acknowledgement: no model, no search, no Mattermost call.
 
-The record and its job are one transaction
-(:func:`~search2o.surfaces.answering.take_question`): a failure to enqueue leaves no record.
+The record and its job are one transaction, shared with a burst's other posts
+(:class:`~search2o.surfaces.groupcommit.GroupCommit`): a failure to enqueue leaves no record.
 A post recorded before is ignored, but its job is enqueued again with the same dedupe key (a
 no-op when the job exists), so no record is left without its job. A genuine button click
 becomes a ``mattermost.rate`` job.
@@ -21,8 +21,9 @@ from typing import Any
 
 from search2o.config import MattermostSettings
 from search2o.jobs.queue import JobQueue
-from search2o.surfaces.answering import Outcome, take_question
+from search2o.surfaces.answering import Outcome
 from search2o.surfaces.deliveries import DeliveryStore, Inbound
+from search2o.surfaces.groupcommit import GroupCommit
 from search2o.surfaces.mattermost.posts import SURFACE, Bot, normalise_post
 
 __all__ = ["ANSWER", "RATE", "SINCE", "MattermostPipeline", "Outcome"]
@@ -54,6 +55,8 @@ class MattermostPipeline:
         self.settings = settings
         self.store = store
         self.queue = queue
+        # the burst's records and jobs, many per transaction (search2o.surfaces.groupcommit)
+        self.questions = GroupCommit(store, queue, ANSWER)
         self.bot = bot
 
     def take_post(self, post: dict[str, Any], channel_type: str, mentions: list[str]) -> Outcome:
@@ -72,7 +75,7 @@ class MattermostPipeline:
 
     def take(self, inbound: Inbound) -> Outcome:
         """Record a normalised question once and enqueue its answer."""
-        return take_question(self.store, self.queue, ANSWER, inbound)
+        return self.questions.take(inbound)
 
     def since(self) -> int | None:
         """Return the newest ``create_at`` taken (Unix ms), or ``None`` before the first."""

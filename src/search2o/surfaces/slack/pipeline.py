@@ -5,9 +5,9 @@ normalise (:mod:`~search2o.surfaces.slack.events`) → dedupe and record
 (:class:`~search2o.surfaces.deliveries.DeliveryStore`, shared with the other messenger
 surfaces: ``event_id`` and ``(team, channel, ts)``) → enqueue a job → acknowledge.
 Nothing slow happens before the acknowledgement: no model, no search, no Slack Web API call;
-only one short, urgent database transaction holding the record and its job
-(:func:`~search2o.surfaces.answering.take_question`): a failure to enqueue leaves no record,
-so Slack's retry is taken as new.
+only one short, urgent database transaction holding the record and its job, shared with the
+questions of a burst that arrive meanwhile (:class:`~search2o.surfaces.groupcommit.
+GroupCommit`): a failure to enqueue leaves no record, so Slack's retry is taken as new.
 
 A question recorded before is acknowledged and ignored, but its job is enqueued again with
 the same dedupe key (a no-op when the job exists), so no record is ever left without its job.
@@ -21,9 +21,10 @@ from typing import Any
 
 from search2o.config import SlackSettings
 from search2o.jobs.queue import JobQueue
-from search2o.surfaces.answering import Outcome, take_question
+from search2o.surfaces.answering import Outcome
 from search2o.surfaces.answering import answer_dedupe_key as _dedupe_key
 from search2o.surfaces.deliveries import DeliveryStore
+from search2o.surfaces.groupcommit import GroupCommit
 from search2o.surfaces.slack.events import SURFACE, normalise_event
 from search2o.surfaces.slack.render import FEEDBACK_ACTIONS
 
@@ -53,6 +54,8 @@ class SlackPipeline:
         self.settings = settings
         self.store = store
         self.queue = queue
+        # the burst's records and jobs, many per transaction (search2o.surfaces.groupcommit)
+        self.questions = GroupCommit(store, queue, ANSWER)
 
     def take_event(self, envelope: dict[str, Any]) -> Outcome:
         """Take one ``event_callback`` (already verified)."""
@@ -64,7 +67,7 @@ class SlackPipeline:
         )
         if question is None:
             return Outcome("ignored")
-        return take_question(self.store, self.queue, ANSWER, question)
+        return self.questions.take(question)
 
     def take_interaction(self, payload: dict[str, Any]) -> Outcome:
         """Take one interactivity payload (a ``block_actions`` click on the thumbs buttons).

@@ -6,8 +6,8 @@ verify (webhook: the secret header; polling: the connection is the bot token's) 
 message_id)``) → enqueue a job → acknowledge. Nothing slow happens before the
 acknowledgement: no model, no search, no Bot API call (but one ``getMe`` per process when the
 bot's username is not configured); only one short database transaction holding the record
-and its job (:func:`~search2o.surfaces.answering.take_question`: a failure to enqueue leaves no
-record, so the retry is taken as new).
+and its job, shared with a burst's other questions (:class:`~search2o.surfaces.groupcommit.
+GroupCommit`: a failure to enqueue leaves no record, so the retry is taken as new).
 
 A question recorded before is acknowledged and ignored, but its job is enqueued again with the
 same dedupe key (a no-op when the job exists), so no record is left without its job. A button
@@ -22,9 +22,10 @@ from typing import Any
 
 from search2o.config import TelegramSettings
 from search2o.jobs.queue import JobQueue
-from search2o.surfaces.answering import Outcome, take_question
+from search2o.surfaces.answering import Outcome
 from search2o.surfaces.answering import answer_dedupe_key as _dedupe_key
 from search2o.surfaces.deliveries import DeliveryStore
+from search2o.surfaces.groupcommit import GroupCommit
 from search2o.surfaces.telegram.updates import Bot, normalise_callback, normalise_message
 
 __all__ = ["ANSWER", "RATE", "Outcome", "TelegramPipeline", "answer_dedupe_key"]
@@ -60,6 +61,8 @@ class TelegramPipeline:
         self.settings = settings
         self.store = store
         self.queue = queue
+        # the burst's records and jobs, many per transaction (search2o.surfaces.groupcommit)
+        self.questions = GroupCommit(store, queue, ANSWER)
         self.bot = bot
 
     def take(self, update: dict[str, Any]) -> Outcome:
@@ -76,4 +79,4 @@ class TelegramPipeline:
         inbound = normalise_message(update, self.bot(), max_chars=self.settings.max_question_chars)
         if inbound is None:
             return Outcome("ignored")
-        return take_question(self.store, self.queue, ANSWER, inbound)
+        return self.questions.take(inbound)
