@@ -143,7 +143,10 @@ class GroupCommit:
             if following is not None:
                 following.woken.set()
         if sends:
-            self._sender.submit(self._send_all, sends)
+            try:
+                self._sender.submit(self._send_all, sends)
+            except RuntimeError:  # closed: send them here
+                self._send_all(sends)
 
     def _write(self, batch: list[_Question], sends: list[JobInfo]) -> None:
         """Record ``batch`` and enqueue its jobs in one transaction; on failure, each alone."""
