@@ -138,6 +138,12 @@ def test_a_burst_shares_one_commit_and_each_question_is_taken_once(
         time.sleep(0.05)
     taker.close()
     assert sorted(answered) == ids
+    # after close, a question is still taken and its job's message still sent
+    late = taker.take(question(99))
+    assert late.status == "answered"
+    while late.delivery not in answered and time.monotonic() < deadline + 30:
+        time.sleep(0.05)
+    assert late.delivery in answered
 
 
 def test_one_bad_question_fails_only_its_own_caller(
