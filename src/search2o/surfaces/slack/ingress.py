@@ -62,11 +62,12 @@ class SlackIngress:
         self.pipeline = pipeline
         self.command = command
         # Threads of their own: the acknowledgement must not queue behind the answers in
-        # flight, whose streams use the loop's default executor. Sixteen, not four: an
-        # acknowledgement spends most of its ~18 ms waiting (the interpreter lock, the write
-        # gate, the transport's SQLite file) and only ~3 ms on the CPU, so with four threads
-        # a burst of sixty waited up to 165 ms for a thread (bench/slack.py, docs/slack.md).
-        self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="slack-ingress")
+        # flight, whose streams use the loop's default executor. Sixty-four: a request waiting
+        # for its group commit (search2o.surfaces.groupcommit) holds its thread, so a burst
+        # gathers into one transaction only while the threads outnumber it; with sixteen, a
+        # burst of sixty waited for threads, not for the database (bench/slack.py: p99
+        # 489-579 ms with sixteen, 292-386 ms with sixty-four; docs/slack.md).
+        self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="slack-ingress")
 
     async def _run(self, func: Callable[[dict[str, Any]], object], value: dict[str, Any]) -> None:
         await asyncio.get_running_loop().run_in_executor(self._pool, func, value)
