@@ -5,7 +5,7 @@ import { useMe } from "./api/queries";
 import { ChatPage } from "./chat/ChatPage";
 import { DevicesPage } from "./devices/DevicesPage";
 import { MemoriesPage } from "./memories/MemoriesPage";
-import { navigate, onLinkClick, routeOf, usePath } from "./router";
+import { isAdopted, navigate, onLinkClick, routeOf, usePath } from "./router";
 import { Sidebar } from "./sidebar/Sidebar";
 import { signOut, useSession } from "./signin/session";
 import { Dialog } from "./ui/Dialog";
@@ -21,6 +21,20 @@ export function App() {
   const [help, setHelp] = useState(false);
   const search = useRef<HTMLInputElement>(null);
   const isAdmin = me.data?.is_admin === true;
+  // A conversation's page is keyed by its id, so another conversation starts afresh; but a new
+  // chat moving from `/` to the address its first message created stays the same page, so the
+  // message box keeps the keyboard focus and the answer in flight its elements.
+  const chat = useRef({ key: "new-0", id: null as string | null, news: 0 });
+  if (route.page === "chat" && route.conversationId !== chat.current.id) {
+    const { id, news } = chat.current;
+    const adopted = id === null && route.conversationId !== null && isAdopted();
+    const fresh = route.conversationId ?? `new-${news + 1}`; // each new chat a page of its own
+    chat.current = {
+      key: adopted ? chat.current.key : fresh,
+      id: route.conversationId,
+      news: route.conversationId === null ? news + 1 : news,
+    };
+  }
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
@@ -45,7 +59,7 @@ export function App() {
   const page = (() => {
     switch (route.page) {
       case "chat":
-        return <ChatPage key={route.conversationId ?? "new"} conversationId={route.conversationId} />;
+        return <ChatPage key={chat.current.key} conversationId={route.conversationId} />;
       case "memories":
         return <MemoriesPage />;
       case "devices":

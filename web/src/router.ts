@@ -26,12 +26,23 @@ export function currentPath(): string {
   return window.location.hash.startsWith("#/") ? window.location.hash.slice(1) : "/";
 }
 
-export function navigate(path: string, replace = false): void {
+export function navigate(path: string, replace = false, state: HistoryState | null = null): void {
   if (path === currentPath()) return;
   const target = inHash ? `${window.location.pathname}${window.location.search}#${path}` : path;
-  if (replace) window.history.replaceState(null, "", target);
-  else window.history.pushState(null, "", target);
+  if (replace) window.history.replaceState(state, "", target);
+  else window.history.pushState(state, "", target);
   for (const listener of listeners) listener();
+}
+
+/** What a navigation may leave in `history.state`. */
+export interface HistoryState {
+  /** The page moved from `/` to the conversation its first message created: the same page. */
+  adopted?: boolean;
+}
+
+/** Whether the current entry is a new conversation's page adopting its address. */
+export function isAdopted(): boolean {
+  return (window.history.state as HistoryState | null)?.adopted === true;
 }
 
 export function usePath(): string {

@@ -145,7 +145,7 @@ export function RunProvider({ children }: { children: ReactNode }) {
         update(next);
         if (event.kind === "conversation" && before.conversationId === null) {
           // A new conversation: its address is known now; a reload comes back to it.
-          if (currentPath() === "/") navigate(`/c/${next.conversationId}`, true);
+          if (currentPath() === "/") navigate(`/c/${next.conversationId}`, true, { adopted: true });
           void queryClient.invalidateQueries({ queryKey: keys.allConversations });
         }
         if (event.kind === "done" || event.kind === "error") {
