@@ -277,7 +277,6 @@ def run(args: argparse.Namespace, http: httpx.Client, database: Database, fake: 
     }
 
 
-
 def event_bodies(events: int) -> list[tuple[str, bytes]]:
     """The burst's ``app_mention`` events: ``(ts, signed-to-be body)``, one user each."""
     bodies = []

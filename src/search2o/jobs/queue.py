@@ -214,27 +214,23 @@ class JobQueue:
                 )
             return job
         if session is None:
-            self._sent(job)
+            self.send(job)
         elif sends is not None:
             sends.append(job)
         else:
             # A message for a row that may still roll back would be refused by the ledger
             # anyway, but sending it only after the commit keeps the message's meaning.
-            event.listen(session, "after_commit", lambda _s: self._sent(job), once=True)
+            event.listen(session, "after_commit", lambda _s: self.send(job), once=True)
         return job
 
-    def _sent(self, job: JobInfo) -> None:
-        """Send a newly committed job's message and log it."""
-        self._send(job.id)
-        log.info("job queued", extra={"fields": {"job": job.id, "kind": job.kind}})
-
     def send(self, job: JobInfo) -> None:
-        """Send the message of ``job``, enqueued with ``sends`` and since committed.
+        """Send a newly committed job's message (one enqueued with ``sends``) and log it.
 
         A failure to send is logged, not raised: the job is kept and the sweeper sends it
         after ``jobs.lost_after_s``.
         """
-        self._sent(job)
+        self._send(job.id)
+        log.info("job queued", extra={"fields": {"job": job.id, "kind": job.kind}})
 
     def get(self, job_id: str, owner: int | None = None) -> JobInfo:
         """Return job ``job_id``, owner-checked: :func:`search2o.jobs.lookup.find_job`."""

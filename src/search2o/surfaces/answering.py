@@ -47,6 +47,7 @@ __all__ = [
     "AnswerJob",
     "Outcome",
     "answer_dedupe_key",
+    "check_shared_database",
     "log_taken",
     "record_question",
     "take_question",
@@ -84,13 +85,18 @@ def take_question(store: DeliveryStore, queue: JobQueue, kind: str, inbound: Inb
         StorageError: the database failed; nothing was recorded.
 
     """
-    if store.database is not queue.database:
-        raise ConfigError("a surface's delivery store and job queue must share one database")
+    check_shared_database(store, queue)
     # Urgent: the messenger waits for the acknowledgement; the answers' writes can wait.
     with store.database.session(urgent=True) as session:
         outcome = record_question(session, store, queue, kind, inbound)
     log_taken(inbound, outcome)
     return outcome
+
+
+def check_shared_database(store: DeliveryStore, queue: JobQueue) -> None:
+    """Raise ``ConfigError`` unless ``store`` and ``queue`` are on one database (one commit)."""
+    if store.database is not queue.database:
+        raise ConfigError("a surface's delivery store and job queue must share one database")
 
 
 def record_question(

@@ -31,10 +31,15 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from search2o.errors import ConfigError
 from search2o.jobs.info import JobInfo
 from search2o.jobs.queue import JobQueue
-from search2o.surfaces.answering import Outcome, log_taken, record_question, take_question
+from search2o.surfaces.answering import (
+    Outcome,
+    check_shared_database,
+    log_taken,
+    record_question,
+    take_question,
+)
 from search2o.surfaces.deliveries import DeliveryStore, Inbound
 
 __all__ = ["GroupCommit"]
@@ -72,8 +77,7 @@ class GroupCommit:
     def __init__(
         self, store: DeliveryStore, queue: JobQueue, kind: str, *, max_batch: int = 100
     ) -> None:
-        if store.database is not queue.database:
-            raise ConfigError("a surface's delivery store and job queue must share one database")
+        check_shared_database(store, queue)
         if not 1 <= max_batch <= 1000:
             raise ValueError(f"max_batch must be 1-1000, got {max_batch}")
         self.store = store
