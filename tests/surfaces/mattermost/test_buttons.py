@@ -55,3 +55,12 @@ def test_a_context_verifies_only_under_its_own_key() -> None:
     assert verify_context(button_key("another-bot-token"), up) is None
     assert verify_context(key, {**up, "delivery": True}) is None
     assert verify_context(key, "not a dict") is None
+
+
+def test_a_click_body_nested_too_deep_is_400(mattermost_env: MattermostFactory) -> None:
+    # Callbacks are unsigned (the context carries our HMAC): 1,100 levels were a 500, before.
+    env = mattermost_env()
+    deep = b"[" * 1100 + b"]" * 1100
+    response = env.http.post("/mattermost/actions", content=deep)
+    assert response.status_code == 400
+    assert env.jobs("mattermost.rate") == []

@@ -128,3 +128,18 @@ def test_unverified_requests_answer_401_and_record_nothing(slack_env: SlackFacto
     body, headers = _bodies()
     assert env.post(body, headers=headers).status_code == 200
     assert len(env.settled(1)) == 1
+
+
+def test_a_signed_body_nested_too_deep_is_400_and_records_nothing(slack_env: SlackFactory) -> None:
+    # A 2 kB body nested 1,100 levels overflowed json.loads' recursion: a 500, before.
+    env = slack_env()
+    deep = b"[" * 1100 + b"]" * 1100
+    assert env.post(deep, headers=signed(SECRET, deep)).status_code == 400
+    form = b"payload=" + b"%5B" * 1100 + b"%5D" * 1100
+    response = env.post(
+        form,
+        headers={**signed(SECRET, form), "Content-Type": "application/x-www-form-urlencoded"},
+        path="/slack/interactions",
+    )
+    assert response.status_code == 400
+    assert env.deliveries() == [] and env.jobs() == []

@@ -81,3 +81,12 @@ def test_a_body_that_is_not_an_update_object_is_400(telegram_env: TelegramFactor
     )
     assert response.status_code == 400
     assert env.deliveries() == []
+
+
+def test_a_body_nested_too_deep_is_400(telegram_env: TelegramFactory) -> None:
+    # 1,100 levels overflowed json.loads' recursion: a 500, before.
+    env = telegram_env()
+    deep = b"[" * 1100 + b"]" * 1100
+    response = env.http.post("/telegram/webhook", content=deep, headers={SECRET_HEADER: SECRET})
+    assert response.status_code == 400
+    assert env.deliveries() == []

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import re
 from collections.abc import Callable
 from urllib.parse import parse_qsl
@@ -31,6 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from search2o.api.errors import error_response
+from search2o.api.jsonbody import parse_json_body
 from search2o.client import Client
 from search2o.config import MattermostSettings
 from search2o.errors import AuthenticationError, InputError
@@ -137,7 +137,7 @@ class MattermostIngress:
     async def actions(self, request: Request) -> Response:
         """Verify a click's context, then enqueue its rating (module docstring)."""
         try:
-            body = json.loads(await request.body())
+            body = parse_json_body(await request.body())
         except ValueError:
             body = None
         if not isinstance(body, dict):

@@ -19,7 +19,6 @@ API's ingress (``api.max_body_bytes``) before they are read.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,6 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from search2o.api.errors import error_response
+from search2o.api.jsonbody import parse_json_body
 from search2o.config import SlackSettings
 from search2o.errors import AuthenticationError
 from search2o.signing import SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verify_slack
@@ -98,7 +98,7 @@ class SlackIngress:
             )
         if "application/json" in (headers.get("content-type") or ""):
             try:
-                envelope = json.loads(body)
+                envelope = parse_json_body(body)
             except ValueError:
                 return Response(status_code=400)
             if not isinstance(envelope, dict):
@@ -112,7 +112,7 @@ class SlackIngress:
             return Response(status_code=200)
         if "payload" in form:
             try:
-                payload = json.loads(form["payload"])
+                payload = parse_json_body(form["payload"].encode())
             except ValueError:
                 return Response(status_code=400)
             if isinstance(payload, dict):

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from search2o.api.errors import error_response
+from search2o.api.jsonbody import parse_json_body
 from search2o.config import TelegramSettings
 from search2o.errors import AuthenticationError
 from search2o.surfaces.telegram.pipeline import TelegramPipeline
@@ -56,7 +56,7 @@ class TelegramWebhook:
                 AuthenticationError("the request's Telegram secret token is missing or wrong")
             )
         try:
-            update = json.loads(await request.body())
+            update = parse_json_body(await request.body())
         except ValueError:
             return Response(status_code=400)
         if not isinstance(update, dict):
