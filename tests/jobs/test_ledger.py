@@ -148,6 +148,30 @@ def test_a_taken_dedupe_key_returns_the_first_job(database: Database) -> None:
     assert len(ledger.list_jobs(database)) == 1
 
 
+def test_many_jobs_go_in_at_once_each_key_once(database: Database) -> None:
+    taken = _queued(database, dedupe_key="slot:1")
+    jobs = [
+        ledger.NewJob(new_id(), "k", {"n": 1}, "slot:1", None, 3),  # taken before
+        ledger.NewJob(new_id(), "k", {"n": 2}, "slot:2", None, 3),
+        ledger.NewJob(new_id(), "k", {"n": 3}, None, None, 3),
+        ledger.NewJob(new_id(), "k", {"n": 4}, "slot:2", None, 3),  # an earlier one's key
+        ledger.NewJob(new_id(), "k", {"n": 5}, None, None, 5),
+    ]
+    stored = ledger.insert_many(database, jobs, now=utcnow())
+    assert [created for _, created in stored] == [False, True, True, False, True]
+    assert [job.id for job, _ in stored] == [taken, jobs[1].id, jobs[2].id, jobs[1].id, jobs[4].id]
+    assert [job.payload for job, _ in stored] == [
+        {"document_id": 7},
+        {"n": 2},
+        {"n": 3},
+        {"n": 2},
+        {"n": 5},
+    ]
+    assert stored[4][0].max_attempts == 5 and stored[4][0].state == "queued"
+    assert len(ledger.list_jobs(database)) == 4
+    assert ledger.insert_many(database, [], now=utcnow()) == []
+
+
 @pytest.mark.parametrize("attempt", [1, 2, 3, 4, 8])
 def test_backoff_grows_exponentially_with_equal_jitter_and_a_cap(attempt: int) -> None:
     rng = random.Random(attempt)

@@ -13,7 +13,7 @@ from sqlalchemy import delete, func, select
 from search2o import accounts
 from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError, NotFoundError
-from search2o.jobs import JobQueue, JobRegistry, SweepReport
+from search2o.jobs import JobQueue, JobRegistry, JobRequest, SweepReport
 from search2o.jobs.transport import DELIVER_TASK
 from search2o.storage.db import Database
 from search2o.storage.job_models import Job
@@ -89,6 +89,22 @@ def test_a_dedupe_key_of_another_kind_or_owner_is_a_conflict(queue: JobQueue) ->
         queue.enqueue("test.fail", dedupe_key="upload:1", owner=ann)
     assert queue.enqueue("test.effect", dedupe_key="upload:1", owner=ann).id == first.id
     assert _count(queue.database) == 1
+
+
+def test_many_jobs_are_enqueued_at_once_or_none_on_bad_input(queue: JobQueue) -> None:
+    good = JobRequest("test.effect", {"document_id": 1}, dedupe_key="upload:1")
+    bad = JobRequest("test.effect", {}, max_attempts=0)
+    with pytest.raises(InputError) as caught:
+        queue.enqueue_many([good, bad])
+    assert caught.value.field == "max_attempts"
+    assert _count(queue.database) == 0
+    twin = JobRequest("test.effect", {"document_id": 2}, dedupe_key="upload:1")
+    jobs = queue.enqueue_many([good, JobRequest("test.effect", {"steps": 1}), twin])
+    assert jobs[0].id == jobs[2].id != jobs[1].id and jobs[2].payload == {"document_id": 1}
+    assert _count(queue.database) == 2
+    queue.start_consumer(workers=1)
+    for job in jobs[:2]:  # each new job's message was sent: both run
+        assert queue.wait(job.id, 30).state == "done"
 
 
 def test_another_users_job_is_not_found_like_a_missing_one(queue: JobQueue) -> None:

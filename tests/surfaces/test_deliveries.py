@@ -49,6 +49,31 @@ def test_a_question_is_recorded_once_by_event_or_by_message(store: DeliveryStore
     assert store.record(mattermost)[1]
 
 
+def test_a_burst_is_recorded_at_once_each_question_once(
+    store: DeliveryStore, runtime: Runtime
+) -> None:
+    seen, _ = store.record(QUESTION)
+    burst = [
+        replace(QUESTION, event_key="901"),  # seen before, by its message
+        replace(QUESTION, event_key="910", message_key="20"),
+        replace(QUESTION, event_key="910", message_key="20"),  # a retry in the same burst
+        replace(QUESTION, event_key="911", message_key="20"),  # the same message's twin event
+        replace(QUESTION, event_key="912", message_key="21"),
+        replace(QUESTION, surface="mattermost"),  # another surface's keys
+    ]
+    recorded = store.record_many(burst)
+    assert [new for _, new in recorded] == [False, True, False, False, True, True]
+    ids = [delivery for delivery, _ in recorded]
+    assert ids[0] == seen and ids[1] == ids[2] == ids[3]
+    assert len({seen, ids[1], ids[4], ids[5]}) == 4
+    with runtime.database.session() as session:
+        assert session.scalar(select(func.count()).select_from(SurfaceDelivery)) == 4
+    twin = store.load(ids[4])
+    assert twin is not None and twin.inbound.text == QUESTION.text
+    assert store.record_many(burst) == [(d, False) for d in ids]
+    assert store.record_many([]) == []
+
+
 def test_the_text_is_sealed_opened_and_dropped_when_final(
     store: DeliveryStore, runtime: Runtime
 ) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -57,30 +57,28 @@ def store(runtime: Runtime) -> DeliveryStore:
 
 
 class Hold:
-    """Holds the first ``record`` call (its transaction open) until released."""
+    """Holds the first ``record_many`` call (its transaction open) until released."""
 
     def __init__(self, store: DeliveryStore, fail: Inbound | None = None) -> None:
-        self._record = store.record
+        self._record_many = store.record_many
         self._released = threading.Event()
         self.entered = False
         self.fail = fail
-        store.record = self  # type: ignore[method-assign]
+        store.record_many = self  # type: ignore[method-assign]
 
-    def __call__(self, inbound: Inbound, session: Any = None) -> tuple[int, bool]:
+    def __call__(self, inbounds: Sequence[Inbound], session: Any = None) -> list[tuple[int, bool]]:
         if not self.entered:
             self.entered = True
             assert self._released.wait(10)
-        if inbound == self.fail:
+        if self.fail in inbounds:
             raise StorageError("the database refused this one question")
-        return self._record(inbound, session)
+        return self._record_many(inbounds, session)
 
     def release(self) -> None:
         self._released.set()
 
 
-def burst(
-    taker: GroupCommit, inbounds: list[Inbound], hold: Hold
-) -> list[Outcome | BaseException]:
+def burst(taker: GroupCommit, inbounds: list[Inbound], hold: Hold) -> list[Outcome | BaseException]:
     """Take ``inbounds`` from as many threads; the first write waits in ``hold``."""
     results: list[Outcome | BaseException] = [RuntimeError("not taken")] * len(inbounds)
 

@@ -4,7 +4,8 @@ Huey (SQLite embedded, PostgreSQL or Redis at scale) carries job ids; the ``jobs
 ledger) holds each job's kind, unique dedupe key, state, attempts, lease, progress, result or
 error, and decides what runs. See docs/jobs.md.
 
-* :class:`JobQueue`: ``enqueue``, ``get`` (owner-checked), ``list_jobs``, ``sweep``,
+* :class:`JobQueue`: ``enqueue`` / ``enqueue_many`` (:class:`JobRequest`), ``get``
+  (owner-checked), ``list_jobs``, ``sweep``,
   ``start_consumer`` / ``stop_consumer`` (threads in a server), ``run_worker`` (foreground).
 * :class:`JobRegistry` / :class:`JobKind`: which handler ``(ctx, payload) -> result`` runs a
   kind, and how often a periodic kind runs. Handlers must be idempotent.
@@ -17,7 +18,7 @@ The kinds of the product are registered in :mod:`search2o.jobs.kinds`.
 """
 
 from search2o.jobs.context import JobContext, JobInterrupted, JobLeaseLost
-from search2o.jobs.info import JobInfo, JobProgress, JobState
+from search2o.jobs.info import JobInfo, JobProgress, JobRequest, JobState
 from search2o.jobs.ledger import backoff_delay
 from search2o.jobs.lookup import find_job, find_jobs
 from search2o.jobs.queue import JobQueue, SweepReport
@@ -33,6 +34,7 @@ __all__ = [
     "JobProgress",
     "JobQueue",
     "JobRegistry",
+    "JobRequest",
     "JobState",
     "SweepReport",
     "backoff_delay",

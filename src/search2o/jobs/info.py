@@ -1,4 +1,4 @@
-"""What a job looks like to its callers: :class:`JobInfo`, its state and progress.
+"""What a job looks like to its callers: :class:`JobInfo`, its state and progress; a request.
 
 States::
 
@@ -16,10 +16,26 @@ from typing import Any, Literal
 
 from search2o.storage.job_models import Job
 
-__all__ = ["JOB_STATES", "JobInfo", "JobProgress", "JobState"]
+__all__ = ["JOB_STATES", "JobInfo", "JobProgress", "JobRequest", "JobState"]
 
 JobState = Literal["queued", "running", "done", "failed"]
 JOB_STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed")
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """One job to enqueue: :meth:`search2o.jobs.queue.JobQueue.enqueue`'s arguments.
+
+    ``kind`` a registered kind; ``payload`` a JSON object of ids and names; ``dedupe_key``
+    makes the enqueue idempotent; ``owner`` a user id; ``max_attempts`` 1-100 (default: the
+    kind's, else ``jobs.max_attempts``).
+    """
+
+    kind: str
+    payload: dict[str, Any] | None = None
+    dedupe_key: str | None = None
+    owner: int | None = None
+    max_attempts: int | None = None
 
 
 @dataclass(frozen=True)

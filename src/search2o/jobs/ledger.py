@@ -5,9 +5,9 @@ worker and the sweeper) racing on one job cannot both make it: the database appl
 other changes no row. This is what makes Huey's at-most-once delivery at-least-once and
 run-once-at-a-time:
 
-* **insert**: a new ``queued`` row; with a dedupe key, ``INSERT ... ON CONFLICT DO NOTHING``
-  (PostgreSQL docs, "INSERT ... ON CONFLICT"; SQLite docs, "UPSERT") and the existing row is
-  returned.
+* **insert**: new ``queued`` rows (many in one statement); with a dedupe key, ``INSERT ...
+  ON CONFLICT DO NOTHING`` (PostgreSQL docs, "INSERT ... ON CONFLICT"; SQLite docs, "UPSERT")
+  and the existing row is returned.
 * **claim**: ``queued`` and due, or ``running`` with an expired lease → ``running``,
   ``attempts + 1``, a new lease for this worker. A second delivery of the same message finds
   the row ``running`` with a live lease and changes nothing.
@@ -49,6 +49,7 @@ __all__ = [
     "HOOK_ATTEMPTS",
     "Claim",
     "Lease",
+    "NewJob",
     "backoff_delay",
     "claim",
     "due_later",
@@ -57,6 +58,7 @@ __all__ = [
     "finish",
     "get",
     "insert",
+    "insert_many",
     "list_jobs",
     "lost_messages",
     "purge_finished",
@@ -109,6 +111,18 @@ def backoff_delay(
     return capped / 2 + (rng or random).uniform(0, capped / 2)
 
 
+@dataclass(frozen=True)
+class NewJob:
+    """A ``queued`` job to insert: a new random ``id``, the rest as the ``jobs`` columns."""
+
+    id: str
+    kind: str
+    payload: dict[str, Any]
+    dedupe_key: str | None
+    owner_id: int | None
+    max_attempts: int
+
+
 def insert(
     database: Database,
     *,
@@ -121,10 +135,7 @@ def insert(
     now: datetime,
     session: Session | None = None,
 ) -> tuple[JobInfo, bool]:
-    """Insert a ``queued`` job; with a taken ``dedupe_key``, return the existing job instead.
-
-    With ``session``, the row is written in that transaction (committed with the caller's
-    other writes, or rolled back with them); else in a transaction of its own.
+    """Insert one ``queued`` job: :func:`insert_many` of one.
 
     Returns:
         ``(job, created)``: ``created`` is false when the dedupe key was already taken.
@@ -133,35 +144,79 @@ def insert(
         StorageError: the database failed.
 
     """
-    values = {
-        "id": job_id,
-        "kind": kind,
-        "dedupe_key": dedupe_key,
-        "state": "queued",
-        "attempts": 0,
-        "max_attempts": max_attempts,
-        "run_after": now,
-        "payload": payload,
-        "owner_id": owner_id,
-        "created_at": now,
-        "updated_at": now,
-    }
-    with database.within(session) as writing:
-        if dedupe_key is None:
-            writing.add(Job(**values))
-            writing.flush()
-            row = writing.get_one(Job, job_id)
-            return JobInfo.of(row), True
-        # RETURNING tells whether this statement inserted (psycopg reports no rowcount here).
-        statement = (
-            dialect.insert(writing, Job)
-            .values(**values)
-            .on_conflict_do_nothing(index_elements=["dedupe_key"])
-            .returning(Job.id)
+    job = NewJob(job_id, kind, payload, dedupe_key, owner_id, max_attempts)
+    return insert_many(database, [job], now=now, session=session)[0]
+
+
+def insert_many(
+    database: Database,
+    jobs: Sequence[NewJob],
+    *,
+    now: datetime,
+    session: Session | None = None,
+) -> list[tuple[JobInfo, bool]]:
+    """Insert ``queued`` jobs in two statements; a taken ``dedupe_key`` returns its job instead.
+
+    One multi-row ``INSERT ... ON CONFLICT (dedupe_key) DO NOTHING`` (PostgreSQL docs,
+    "INSERT ... ON CONFLICT"; SQLite docs, "UPSERT"; keys that are ``NULL`` never conflict)
+    and one ``SELECT`` of the rows, so a burst's jobs cost two round trips, not two per job.
+    A job whose key an earlier job of ``jobs`` carries is not inserted: it is that job. With
+    ``session``, the rows are written in that transaction (committed with the caller's other
+    writes, or rolled back with them); else in a transaction of its own.
+
+    Returns:
+        ``(job, created)`` per job of ``jobs``, in order: ``created`` is false when the dedupe
+        key was already taken (the returned job is the one holding it).
+
+    Raises:
+        StorageError: the database failed.
+        sqlalchemy.exc.IntegrityError: an ``owner_id`` that is no user's.
+
+    """
+    if not jobs:
+        return []
+    rows: list[dict[str, Any]] = []
+    keys: set[str] = set()
+    for job in jobs:
+        if job.dedupe_key is not None:
+            if job.dedupe_key in keys:
+                continue
+            keys.add(job.dedupe_key)
+        rows.append(
+            {
+                "id": job.id,
+                "kind": job.kind,
+                "dedupe_key": job.dedupe_key,
+                "state": "queued",
+                "attempts": 0,
+                "max_attempts": job.max_attempts,
+                "run_after": now,
+                "payload": job.payload,
+                "owner_id": job.owner_id,
+                "created_at": now,
+                "updated_at": now,
+            }
         )
-        created = writing.execute(statement).first() is not None
-        row = writing.scalars(select(Job).where(Job.dedupe_key == dedupe_key)).one()
-        return JobInfo.of(row), created
+    with database.within(session) as writing:
+        # The Table, not the mapped class: a plain executemany (SQLAlchemy docs, "Sending
+        # Multiple Parameters"), batched into multi-row VALUES by the drivers' insertmanyvalues.
+        statement = dialect.insert(writing, Job.__table__).on_conflict_do_nothing(
+            index_elements=["dedupe_key"]
+        )
+        writing.execute(statement, rows)
+        unkeyed = [row["id"] for row in rows if row["dedupe_key"] is None]
+        found = list(
+            writing.scalars(
+                select(Job).where(or_(Job.id.in_(unkeyed), Job.dedupe_key.in_(sorted(keys))))
+            )
+        )
+        by_id = {row.id: JobInfo.of(row) for row in found}
+        by_key = {info.dedupe_key: info for info in by_id.values() if info.dedupe_key}
+        result = []
+        for job in jobs:
+            info = by_id[job.id] if job.dedupe_key is None else by_key[job.dedupe_key]
+            result.append((info, info.id == job.id))
+        return result
 
 
 def claim(

@@ -39,7 +39,7 @@ from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError
 from search2o.jobs import ledger
 from search2o.jobs.delivery import Deliveries
-from search2o.jobs.info import JobInfo
+from search2o.jobs.info import JobInfo, JobRequest
 from search2o.jobs.lookup import find_job, find_jobs
 from search2o.jobs.registry import JobRegistry
 from search2o.jobs.transport import DELIVER_TASK, TICK_TASK, QueueConsumer, open_huey
@@ -169,11 +169,75 @@ class JobQueue:
         when that session commits; never when it rolls back); when sending fails the job is
         still kept and the sweeper sends it after ``jobs.lost_after_s``.
         """
-        registered = self.registry.get(kind)
+        request = JobRequest(kind, payload, dedupe_key, owner, max_attempts)
+        return self.enqueue_many([request], session=session, sends=sends)[0]
+
+    def enqueue_many(
+        self,
+        requests: list[JobRequest],
+        *,
+        session: Session | None = None,
+        sends: list[JobInfo] | None = None,
+    ) -> list[JobInfo]:
+        """Add many jobs in one multi-row insert (:func:`search2o.jobs.ledger.insert_many`).
+
+        Each request as :meth:`enqueue`'s arguments, ``session`` and ``sends`` as there; a
+        request whose dedupe key an earlier one of ``requests`` carries returns that job. The
+        messengers' group commit enqueues a burst's answer jobs so: two statements, not two per
+        job.
+
+        Returns:
+            The jobs as stored, one per request, in order.
+
+        Raises:
+            InputError: a request names an unknown kind or owner, or has a bad payload, key or
+                ``max_attempts`` (the field is named); nothing was stored.
+            ConflictError: a ``dedupe_key`` belongs to a job of another kind or owner (the
+                others' jobs are stored, and sent unless ``session`` is given, whose caller
+                decides whether to commit).
+            StorageError: the database failed.
+
+        """
+        rows = [self._checked(request) for request in requests]
+        try:
+            stored = ledger.insert_many(self.database, rows, now=utcnow(), session=session)
+        except IntegrityError as exc:  # the owner's foreign key: ids are random, keys upserted
+            owners = ", ".join(sorted({str(r.owner) for r in requests if r.owner is not None}))
+            raise InputError("owner", f"no user has id {owners}") from exc
+        created: list[JobInfo] = []
+        conflict: ConflictError | None = None
+        for request, (job, new) in zip(requests, stored, strict=True):
+            if new:
+                created.append(job)
+            elif job.kind != request.kind or job.owner_id != request.owner:
+                conflict = conflict or ConflictError(
+                    f"dedupe_key {request.dedupe_key!r} is taken by a job of another kind or owner"
+                )
+        if session is None:  # committed: the other jobs exist, so they are sent
+            self._send_all(created)
+        elif sends is not None:
+            sends.extend(created)
+        elif created:
+            # A message for a row that may still roll back would be refused by the ledger
+            # anyway, but sending it only after the commit keeps the message's meaning.
+            event.listen(session, "after_commit", lambda _s: self._send_all(created), once=True)
+        if conflict is not None:
+            raise conflict
+        return [job for job, _ in stored]
+
+    def _send_all(self, jobs: list[JobInfo]) -> None:
+        for job in jobs:
+            self.send(job)
+
+    def _checked(self, request: JobRequest) -> ledger.NewJob:
+        """Return ``request``'s row to insert, or raise ``InputError`` naming the bad field."""
+        registered = self.registry.get(request.kind)
         if registered is None:
             known = ", ".join(self.registry.names()) or "none"
-            raise InputError("kind", f"{kind!r} is not a registered job kind (known: {known})")
-        body = {} if payload is None else payload
+            raise InputError(
+                "kind", f"{request.kind!r} is not a registered job kind (known: {known})"
+            )
+        body = {} if request.payload is None else request.payload
         if not isinstance(body, dict):
             raise InputError("payload", "must be a JSON object")
         check_json(
@@ -182,46 +246,20 @@ class JobQueue:
             max_bytes=self.settings.max_payload_bytes,
             setting="jobs.max_payload_bytes",
         )
+        dedupe_key = request.dedupe_key
         if dedupe_key is not None:
             dedupe_key = check_text(dedupe_key, "dedupe_key", max_chars=_MAX_DEDUPE_CHARS)
         attempts = (
-            max_attempts
-            if max_attempts is not None
+            request.max_attempts
+            if request.max_attempts is not None
             else registered.max_attempts or self.settings.max_attempts
         )
         if not 1 <= attempts <= 100:
             raise InputError("max_attempts", f"must be 1-100, got {attempts}")
+        owner = request.owner
         if owner is not None and owner < 1:
             raise InputError("owner", f"must be a user id (>= 1), got {owner}")
-        try:
-            job, created = ledger.insert(
-                self.database,
-                job_id=new_id(),
-                kind=kind,
-                payload=body,
-                dedupe_key=dedupe_key,
-                owner_id=owner,
-                max_attempts=attempts,
-                now=utcnow(),
-                session=session,
-            )
-        except IntegrityError as exc:  # the owner's foreign key: ids are random, keys upserted
-            raise InputError("owner", f"no user has id {owner}") from exc
-        if not created:
-            if job.kind != kind or job.owner_id != owner:
-                raise ConflictError(
-                    f"dedupe_key {dedupe_key!r} is taken by a job of another kind or owner"
-                )
-            return job
-        if session is None:
-            self.send(job)
-        elif sends is not None:
-            sends.append(job)
-        else:
-            # A message for a row that may still roll back would be refused by the ledger
-            # anyway, but sending it only after the commit keeps the message's meaning.
-            event.listen(session, "after_commit", lambda _s: self.send(job), once=True)
-        return job
+        return ledger.NewJob(new_id(), request.kind, body, dedupe_key, owner, attempts)
 
     def send(self, job: JobInfo) -> None:
         """Send a newly committed job's message (one enqueued with ``sends``) and log it.

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -38,7 +38,7 @@ from search2o.client import Client
 from search2o.config import MessengerSettings
 from search2o.errors import ConfigError, InputError
 from search2o.jobs.context import JobContext
-from search2o.jobs.info import JobInfo
+from search2o.jobs.info import JobInfo, JobRequest
 from search2o.jobs.queue import JobQueue
 from search2o.surfaces.deliveries import Delivery, DeliveryStore, Inbound, failure_notice
 from search2o.surfaces.turns import link_reply, speaker
@@ -49,7 +49,7 @@ __all__ = [
     "answer_dedupe_key",
     "check_shared_database",
     "log_taken",
-    "record_question",
+    "record_questions",
     "take_question",
 ]
 
@@ -88,7 +88,7 @@ def take_question(store: DeliveryStore, queue: JobQueue, kind: str, inbound: Inb
     check_shared_database(store, queue)
     # Urgent: the messenger waits for the acknowledgement; the answers' writes can wait.
     with store.database.session(urgent=True) as session:
-        outcome = record_question(session, store, queue, kind, inbound)
+        outcome = record_questions(session, store, queue, kind, [inbound])[0]
     log_taken(inbound, outcome)
     return outcome
 
@@ -99,33 +99,33 @@ def check_shared_database(store: DeliveryStore, queue: JobQueue) -> None:
         raise ConfigError("a surface's delivery store and job queue must share one database")
 
 
-def record_question(
+def record_questions(
     session: Session,
     store: DeliveryStore,
     queue: JobQueue,
     kind: str,
-    inbound: Inbound,
+    inbounds: Sequence[Inbound],
     sends: list[JobInfo] | None = None,
-) -> Outcome:
-    """Write ``inbound``'s record and its answer job ``kind`` in ``session`` (not committed).
+) -> list[Outcome]:
+    """Write ``inbounds``' records and their answer jobs ``kind`` in ``session`` (not committed).
 
-    ``sends``: as :meth:`JobQueue.enqueue`'s (the new job is appended there instead of having
-    its message sent at the commit). Returns ``answered`` or ``duplicate`` with the delivery id.
+    A handful of statements whatever the count (:meth:`DeliveryStore.record_many`,
+    :meth:`JobQueue.enqueue_many`). ``sends``: as :meth:`JobQueue.enqueue`'s (the new jobs are
+    appended there instead of having their messages sent at the commit). Returns, per
+    question in order, ``answered`` or ``duplicate`` with the delivery id.
 
     Raises:
-        InputError: the job was refused (an unregistered kind).
+        InputError: the jobs were refused (an unregistered kind).
         StorageError: the database failed.
 
     """
-    delivery, new = store.record(inbound, session)
-    queue.enqueue(
-        kind,
-        {"delivery": delivery},
-        dedupe_key=answer_dedupe_key(kind, delivery),
-        session=session,
-        sends=sends,
-    )
-    return Outcome("answered" if new else "duplicate", delivery)
+    recorded = store.record_many(inbounds, session)
+    requests = [
+        JobRequest(kind, {"delivery": delivery}, answer_dedupe_key(kind, delivery))
+        for delivery, _ in recorded
+    ]
+    queue.enqueue_many(requests, session=session, sends=sends)
+    return [Outcome("answered" if new else "duplicate", delivery) for delivery, new in recorded]
 
 
 def log_taken(inbound: Inbound, outcome: Outcome) -> None:
@@ -223,7 +223,9 @@ class AnswerJob(ABC):
         finally:
             self.after(delivery)
             log.info(
-                "%s answer attempt %s", self.surface, ctx.attempt,
+                "%s answer attempt %s",
+                self.surface,
+                ctx.attempt,
                 extra={"fields": {"delivery": delivery.id}},
             )
 

@@ -10,9 +10,10 @@ cursors (``surface_cursors``: a polling offset, a backfill position).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import exists, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from search2o.crypto.envelope import associated_data, new_data_key, open_json, seal_json
@@ -25,6 +26,14 @@ from search2o.storage.delivery_models import SurfaceCursor, SurfaceDelivery
 __all__ = ["Delivery", "DeliveryStore", "Inbound", "failure_notice"]
 
 _KIND = "surface.question"
+
+
+def _keys(inbound: Inbound) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return the two keys a question is known by: its event, and its message."""
+    return (
+        ("event", inbound.surface, inbound.event_key),
+        ("message", inbound.surface, inbound.workspace, inbound.channel, inbound.message_key),
+    )
 
 
 def failure_notice(reason: str) -> str:
@@ -97,68 +106,134 @@ class DeliveryStore:
         self.direct_types = direct_types or {}
 
     def record(self, inbound: Inbound, session: Session | None = None) -> tuple[int, bool]:
-        """Record ``inbound`` once; return ``(delivery id, whether it is new)``.
-
-        A question seen before, by its event key or by its message (``surface, workspace,
-        channel, message_key``), is not recorded again: its first row's id is returned. Two
-        deliveries racing are settled by the unique constraints: the insert is ``INSERT ... ON
-        CONFLICT DO NOTHING`` (SQLite docs, "UPSERT"; PostgreSQL docs, "INSERT ... ON
-        CONFLICT"), so the loser finds the winner's row without an error that would end the
-        transaction. With ``session`` the row is written in the caller's transaction (the
-        surface pipelines add its answer job to it: one commit); else in one of its own.
+        """Record ``inbound`` once (:meth:`record_many` of one); ``(delivery id, whether new)``.
 
         Raises:
             StorageError: the database failed.
 
         """
+        return self.record_many([inbound], session)[0]
+
+    def record_many(
+        self, inbounds: Sequence[Inbound], session: Session | None = None
+    ) -> list[tuple[int, bool]]:
+        """Record each of ``inbounds`` once; return ``(delivery id, whether it is new)`` for each.
+
+        A question seen before, by its event key or by its message (``surface, workspace,
+        channel, message_key``), is not recorded again: its first row's id is returned; so is
+        one that an earlier question of ``inbounds`` shares a key with (a retry, or the
+        ``message`` twin of an ``app_mention``, in the same burst). Three statements whatever
+        the count: one ``SELECT`` of the rows seen before, one multi-row ``INSERT ... ON
+        CONFLICT DO NOTHING RETURNING`` (SQLite docs, "UPSERT"; PostgreSQL docs, "INSERT ...
+        ON CONFLICT"), and only when a racing writer won a conflict, one ``SELECT`` of its
+        rows; the unique constraints settle races without an error that would end the
+        transaction. With ``session`` the rows are written in the caller's transaction (the
+        surface pipelines add the answer jobs to it: one commit); else in one of its own.
+
+        Raises:
+            StorageError: the database failed.
+
+        """
+        if not inbounds:
+            return []
         with self.database.within(session) as writing:
-            found = self._find(writing, inbound)
-            if found is not None:
-                return found, False
+            known = self._find(writing, inbounds)
+            carrier: dict[tuple[str, ...], int] = {}  # a key -> the index first carrying it
+            fresh: list[int] = []
+            for index, inbound in enumerate(inbounds):
+                keys = _keys(inbound)
+                if any(k in known or k in carrier for k in keys):
+                    continue
+                carrier.update(dict.fromkeys(keys, index))
+                fresh.append(index)
+            inserted = self._insert(writing, [inbounds[i] for i in fresh])
+            lost = [inbounds[i] for i in fresh if _keys(inbounds[i])[0] not in inserted]
+            if lost:  # a racing writer committed them first
+                known.update(self._find(writing, lost))
+            result: list[tuple[int, bool]] = []
+            for inbound in inbounds:
+                keys = _keys(inbound)
+                if keys[0] in inserted and carrier[keys[0]] == len(result):
+                    result.append((inserted[keys[0]], True))
+                    continue
+                found = next((known[k] for k in keys if k in known), None)
+                if found is None:
+                    first = next((carrier[k] for k in keys if k in carrier), None)
+                    if first is None or first >= len(result):
+                        raise StorageError(
+                            f"{inbound.surface} question {inbound.event_key} not recorded"
+                        )
+                    found = result[first][0]
+                result.append((found, False))
+            return result
+
+    def _insert(self, session: Session, inbounds: list[Inbound]) -> dict[tuple[str, ...], int]:
+        """Insert new rows for ``inbounds`` (conflicts skipped); their event keys -> ids."""
+        if not inbounds:
+            return {}
+        rows = []
+        for inbound in inbounds:
             key = new_data_key()
             wrapped = self.keys.wrap(key)
-            statement = (
-                dialect.insert(writing, SurfaceDelivery)
-                .values(
-                    surface=inbound.surface,
-                    workspace=inbound.workspace,
-                    channel=inbound.channel,
-                    channel_type=inbound.channel_type,
-                    message_key=inbound.message_key,
-                    event_key=inbound.event_key,
-                    thread_key=inbound.thread_key,
-                    user=inbound.user,
-                    state="pending",
-                    kek_id=wrapped.key_id,
-                    kek_version=wrapped.version,
-                    wrapped_key=wrapped.blob,
-                    sealed_text=seal_json(key, inbound.text, self._aad(inbound)),
-                )
-                .on_conflict_do_nothing()
-                .returning(SurfaceDelivery.id)
+            rows.append(
+                {
+                    "surface": inbound.surface,
+                    "workspace": inbound.workspace,
+                    "channel": inbound.channel,
+                    "channel_type": inbound.channel_type,
+                    "message_key": inbound.message_key,
+                    "event_key": inbound.event_key,
+                    "thread_key": inbound.thread_key,
+                    "user": inbound.user,
+                    "state": "pending",
+                    "kek_id": wrapped.key_id,
+                    "kek_version": wrapped.version,
+                    "wrapped_key": wrapped.blob,
+                    "sealed_text": seal_json(key, inbound.text, self._aad(inbound)),
+                }
             )
-            inserted = writing.scalar(statement)
-            if inserted is not None:
-                return int(inserted), True
-            again = self._find(writing, inbound)
-            if again is None:  # the conflicting row was deleted in between
-                raise StorageError(f"{inbound.surface} question {inbound.event_key} not recorded")
-            return again, False
+        table = SurfaceDelivery.__table__
+        statement = (
+            dialect.insert(session, table)
+            .on_conflict_do_nothing()
+            .returning(table.c.id, table.c.surface, table.c.event_key)
+        )
+        # executemany with RETURNING: SQLAlchemy's insertmanyvalues sends multi-row VALUES
+        # (SQLAlchemy docs, "'Insert Many Values' Behavior for INSERT statements").
+        returned = session.execute(statement, rows)
+        return {("event", row.surface, row.event_key): int(row.id) for row in returned}
 
     @staticmethod
-    def _find(session: Session, inbound: Inbound) -> int | None:
-        found = session.scalar(
-            select(SurfaceDelivery.id).where(
-                SurfaceDelivery.surface == inbound.surface,
-                (SurfaceDelivery.event_key == inbound.event_key)
-                | (
-                    (SurfaceDelivery.workspace == inbound.workspace)
-                    & (SurfaceDelivery.channel == inbound.channel)
-                    & (SurfaceDelivery.message_key == inbound.message_key)
-                ),
+    def _find(session: Session, inbounds: Sequence[Inbound]) -> dict[tuple[str, ...], int]:
+        """Return the rows already recorded for ``inbounds``: each of their keys -> the id."""
+        surfaces = sorted({i.surface for i in inbounds})
+        events = sorted({i.event_key for i in inbounds})
+        messages = sorted({(i.workspace, i.channel, i.message_key) for i in inbounds})
+        rows = session.execute(
+            select(
+                SurfaceDelivery.id,
+                SurfaceDelivery.surface,
+                SurfaceDelivery.workspace,
+                SurfaceDelivery.channel,
+                SurfaceDelivery.message_key,
+                SurfaceDelivery.event_key,
+            ).where(
+                SurfaceDelivery.surface.in_(surfaces),
+                SurfaceDelivery.event_key.in_(events)
+                | tuple_(
+                    SurfaceDelivery.workspace,
+                    SurfaceDelivery.channel,
+                    SurfaceDelivery.message_key,
+                ).in_(messages),
             )
         )
-        return int(found) if found is not None else None
+        found: dict[tuple[str, ...], int] = {}
+        for row in rows:
+            found[("event", row.surface, row.event_key)] = int(row.id)
+            found[("message", row.surface, row.workspace, row.channel, row.message_key)] = int(
+                row.id
+            )
+        return found
 
     def knows_thread(self, surface: str, workspace: str, channel: str, thread_key: str) -> bool:
         """Whether the surface answers in this thread (some question of it was recorded)."""

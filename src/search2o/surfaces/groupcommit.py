@@ -37,7 +37,7 @@ from search2o.surfaces.answering import (
     Outcome,
     check_shared_database,
     log_taken,
-    record_question,
+    record_questions,
     take_question,
 )
 from search2o.surfaces.deliveries import DeliveryStore, Inbound
@@ -156,10 +156,10 @@ class GroupCommit:
         """Record ``batch`` and enqueue its jobs in one transaction; on failure, each alone."""
         try:
             with self.store.database.session(urgent=True) as session:
-                outcomes = [
-                    record_question(session, self.store, self.queue, self.kind, q.inbound, sends)
-                    for q in batch
-                ]
+                inbounds = [q.inbound for q in batch]
+                outcomes = record_questions(
+                    session, self.store, self.queue, self.kind, inbounds, sends
+                )
         except Exception:
             sends.clear()  # rolled back: those jobs do not exist
             if len(batch) > 1:
