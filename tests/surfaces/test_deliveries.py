@@ -72,6 +72,15 @@ def test_a_burst_is_recorded_at_once_each_question_once(
     assert twin is not None and twin.inbound.text == QUESTION.text
     assert store.record_many(burst) == [(d, False) for d in ids]
     assert store.record_many([]) == []
+    # as one at a time would: a twin is not recorded, so its event key stays free
+    chain = [
+        replace(QUESTION, event_key="920", message_key="30"),
+        replace(QUESTION, event_key="921", message_key="30"),  # the first one's twin
+        replace(QUESTION, event_key="921", message_key="31"),  # a new message
+    ]
+    chained = store.record_many(chain)
+    assert [new for _, new in chained] == [True, False, True]
+    assert chained[0][0] == chained[1][0] != chained[2][0]
 
 
 def test_the_text_is_sealed_opened_and_dropped_when_final(

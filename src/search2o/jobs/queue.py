@@ -214,20 +214,16 @@ class JobQueue:
                     f"dedupe_key {request.dedupe_key!r} is taken by a job of another kind or owner"
                 )
         if session is None:  # committed: the other jobs exist, so they are sent
-            self._send_all(created)
+            self.send_all(created)
         elif sends is not None:
             sends.extend(created)
         elif created:
             # A message for a row that may still roll back would be refused by the ledger
             # anyway, but sending it only after the commit keeps the message's meaning.
-            event.listen(session, "after_commit", lambda _s: self._send_all(created), once=True)
+            event.listen(session, "after_commit", lambda _s: self.send_all(created), once=True)
         if conflict is not None:
             raise conflict
         return [job for job, _ in stored]
-
-    def _send_all(self, jobs: list[JobInfo]) -> None:
-        for job in jobs:
-            self.send(job)
 
     def _checked(self, request: JobRequest) -> ledger.NewJob:
         """Return ``request``'s row to insert, or raise ``InputError`` naming the bad field."""
@@ -269,6 +265,11 @@ class JobQueue:
         """
         self._send(job.id)
         log.info("job queued", extra={"fields": {"job": job.id, "kind": job.kind}})
+
+    def send_all(self, jobs: list[JobInfo]) -> None:
+        """:meth:`send` each of ``jobs`` in order (a committed batch's new jobs)."""
+        for job in jobs:
+            self.send(job)
 
     def get(self, job_id: str, owner: int | None = None) -> JobInfo:
         """Return job ``job_id``, owner-checked: :func:`search2o.jobs.lookup.find_job`."""

@@ -223,9 +223,7 @@ class AnswerJob(ABC):
         finally:
             self.after(delivery)
             log.info(
-                "%s answer attempt %s",
-                self.surface,
-                ctx.attempt,
+                "%s answer attempt %s", self.surface, ctx.attempt,
                 extra={"fields": {"delivery": delivery.id}},
             )
 

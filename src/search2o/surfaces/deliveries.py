@@ -139,31 +139,34 @@ class DeliveryStore:
         with self.database.within(session) as writing:
             known = self._find(writing, inbounds)
             carrier: dict[tuple[str, ...], int] = {}  # a key -> the index first carrying it
-            fresh: list[int] = []
+            first: list[int | None] = []  # per question: the new one it is; None: seen before
             for index, inbound in enumerate(inbounds):
                 keys = _keys(inbound)
-                if any(k in known or k in carrier for k in keys):
+                if any(k in known for k in keys):
+                    first.append(None)
                     continue
-                carrier.update(dict.fromkeys(keys, index))
-                fresh.append(index)
-            inserted = self._insert(writing, [inbounds[i] for i in fresh])
-            lost = [inbounds[i] for i in fresh if _keys(inbounds[i])[0] not in inserted]
+                earlier = next((carrier[k] for k in keys if k in carrier), None)
+                if earlier is None:
+                    carrier.update(dict.fromkeys(keys, index))
+                first.append(index if earlier is None else earlier)
+            fresh = [inbounds[i] for i, f in enumerate(first) if f == i]
+            inserted = self._insert(writing, fresh)
+            lost = [inbound for inbound in fresh if _keys(inbound)[0] not in inserted]
             if lost:  # a racing writer committed them first
                 known.update(self._find(writing, lost))
             result: list[tuple[int, bool]] = []
-            for inbound in inbounds:
-                keys = _keys(inbound)
-                if keys[0] in inserted and carrier[keys[0]] == len(result):
-                    result.append((inserted[keys[0]], True))
+            for index, inbound in enumerate(inbounds):
+                carried = first[index]
+                question = inbound if carried is None else inbounds[carried]
+                event = _keys(question)[0]
+                if carried is not None and event in inserted:
+                    result.append((inserted[event], carried == index))
                     continue
-                found = next((known[k] for k in keys if k in known), None)
-                if found is None:
-                    first = next((carrier[k] for k in keys if k in carrier), None)
-                    if first is None or first >= len(result):
-                        raise StorageError(
-                            f"{inbound.surface} question {inbound.event_key} not recorded"
-                        )
-                    found = result[first][0]
+                found = next((known[k] for k in _keys(question) if k in known), None)
+                if found is None:  # the conflicting row was deleted in between
+                    raise StorageError(
+                        f"{inbound.surface} question {inbound.event_key} not recorded"
+                    )
                 result.append((found, False))
             return result
 

@@ -15,7 +15,7 @@ alone; only questions that would have waited anyway share a commit. The callers 
 the writer (leader/follower): no thread of its own writes.
 
 After the commit every caller of the batch is answered first; the jobs' messages to the
-transport are sent afterwards, by one sending thread (:meth:`JobQueue.send`; a message never
+transport are sent afterwards, by one sending thread (:meth:`JobQueue.send_all`; a message never
 sent is sent by the sweeper after ``jobs.lost_after_s``).
 
 A batch that fails is not the callers' failure: each of its questions is then taken alone
@@ -148,9 +148,9 @@ class GroupCommit:
                 following.woken.set()
         if sends:
             try:
-                self._sender.submit(self._send_all, sends)
+                self._sender.submit(self.queue.send_all, sends)
             except RuntimeError:  # closed: send them here
-                self._send_all(sends)
+                self.queue.send_all(sends)
 
     def _write(self, batch: list[_Question], sends: list[JobInfo]) -> None:
         """Record ``batch`` and enqueue its jobs in one transaction; on failure, each alone."""
@@ -177,8 +177,3 @@ class GroupCommit:
             question.outcome = take_question(self.store, self.queue, self.kind, question.inbound)
         except Exception as exc:  # raised again in the caller's thread
             question.error = exc
-
-    def _send_all(self, jobs: list[JobInfo]) -> None:
-        """Hand the transport the messages of a committed batch's new jobs."""
-        for job in jobs:
-            self.queue.send(job)
