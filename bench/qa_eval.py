@@ -1,10 +1,12 @@
 """Grounded-QA evaluation of the Query Engine with the configured chat model (default: built-in).
 
-1. Handbook (over ``../shared/data/handbook``), two sets reported side by side: the shared
-   ``../shared/data/handbook-eval/public.jsonl`` and this repository's
-   ``bench/data/handbook-dialogues.jsonl`` (40 multi-turn conversations). Each item is one
-   conversation, played turn by turn through ``TurnEngine`` exactly as a user would. Per turn
-   type:
+1. Handbook (over ``../shared/data/handbook``), three sets reported side by side: the shared
+   ``../shared/data/handbook-eval/public.jsonl``, this repository's
+   ``bench/data/handbook-dialogues.jsonl`` (40 multi-turn conversations) and
+   ``bench/data/handbook-newcomer.jsonl`` (40 multi-turn conversations of a new employee,
+   written before the built-in model's evidence-bound changes, as a held-out check). Each item
+   is one conversation, played turn by turn through ``TurnEngine`` exactly as a user would. Per
+   turn type:
 
    * retrieval hit@3 (grounded turns): a gold file among the documents of the top 3 hits of the
      query the model wrote (from the answer's retrieval trace);
@@ -27,7 +29,7 @@ would give (how the default was chosen).
 
 Run from the repository root::
 
-    .venv/bin/python bench/qa_eval.py                 # both sets, about 3 minutes on 2 cores
+    .venv/bin/python bench/qa_eval.py                 # all sets, about 3 minutes on 2 cores
     .venv/bin/python bench/qa_eval.py --skip-mtrag
     .venv/bin/python bench/qa_eval.py --calibrate
 """
@@ -63,6 +65,9 @@ HANDBOOK_SETS = {
     "bench/data/handbook-dialogues.jsonl": Path(__file__).resolve().parent
     / "data"
     / "handbook-dialogues.jsonl",
+    "bench/data/handbook-newcomer.jsonl": Path(__file__).resolve().parent
+    / "data"
+    / "handbook-newcomer.jsonl",
 }
 console = Console()
 # What a refusal says, for any model: it cites nothing and says it could not find the answer or
@@ -144,7 +149,7 @@ def play(runtime: Runtime, item: dict) -> list[dict]:
 
 
 def handbook(runtime: Runtime, calibrate: bool) -> list[tuple[float, bool]]:
-    """Run both handbook sets; print a table each; return (best score, answerable) pairs."""
+    """Run each handbook set; print a table each; return (best score, answerable) pairs."""
     runtime.knowledge.ingest_paths([DATA / "handbook"], AccessList())
     samples: list[tuple[float, bool]] = []
     for name, path in HANDBOOK_SETS.items():
