@@ -28,7 +28,7 @@ from search2o.errors import ProviderError
 from search2o.providers.builtin_chat import NOT_FOUND
 from search2o.providers.chat import ChatMessage, TextDelta, ToolSpec
 from search2o.runtime import Runtime
-from search2o.storage.models import Conversation, Message, RetrievalTrace
+from search2o.storage.models import Chunk, Conversation, Message, RetrievalTrace
 from tests.api.test_api import add_user, assert_input_error, assert_validation_error, serve
 from tests.conftest import MemoEmbedder
 from tests.query.doubles import (
@@ -327,8 +327,8 @@ def test_every_cited_number_has_one_citation_event_and_one_document(
         numbers = [c["number"] for c in cited]
         assert numbers and len(numbers) == len(set(numbers))
         assert set(markers(final["text"])) == set(numbers)
-        documents = [c["document_id"] for c in cited]
-        assert len(documents) == len(set(documents))  # a document is never numbered twice
+        sections = [(c["document_id"], tuple(c["heading_path"])) for c in cited]
+        assert len(sections) == len(set(sections))  # a section is never numbered twice
         trace = api.get(f"/v1/messages/{final['message_id']}/trace").json()
         hits = {h["chunk_id"]: h["document_id"] for h in trace["tool_calls"][0]["hits"]}
         for citation in cited:
@@ -338,10 +338,17 @@ def test_every_cited_number_has_one_citation_event_and_one_document(
         ids["remote-employees.md"],
         ids["remote-contractors.md"],
     }
-    # two chunks of one document share one number
+    # the citation is the section its quoted sentences sit under: they are in its chunks
     [vacation_citation] = of(vacation, "citation")
     assert vacation_citation["document_id"] == ids["vacation.md"]
-    assert len(vacation_citation["chunk_ids"]) == 2
+    path = vacation_citation["heading_path"]
+    assert vacation_citation["headings"] == ([path] if path else [])
+    with runtime.database.session() as session:
+        chunks = session.scalars(select(Chunk).where(Chunk.id.in_(vacation_citation["chunk_ids"])))
+        texts = [(c.text, c.heading_path) for c in chunks]
+    quoted = last(vacation)["text"].removesuffix("[1]").strip()
+    assert all(chunk_path == path for _, chunk_path in texts)
+    assert any(quoted.split(". ")[0] in " ".join(text.split()) for text, _ in texts)
 
 
 def test_the_answer_streams_before_it_is_finished(

@@ -28,7 +28,7 @@ from search2o.query.conversations import open_message
 from search2o.query.turn import TurnEngine
 from search2o.query.websearch import build_web_search
 from search2o.runtime import Runtime
-from search2o.storage.models import Conversation, Message, RetrievalTrace
+from search2o.storage.models import Chunk, Conversation, Message, RetrievalTrace
 from tests.conftest import MemoEmbedder
 from tests.query.doubles import (
     DOCS,
@@ -276,7 +276,14 @@ def _cite_all(messages: list[ChatMessage]) -> list[Step]:
     return pieces("Here is what I found " + " ".join(f"[{n}]" for n in numbers) + ".")
 
 
-def test_several_tool_calls_run_concurrently_and_number_sources_per_document(
+def section_of(runtime: Runtime, chunk_ids: set[int]) -> dict[int, tuple[int, tuple[str, ...]]]:
+    """Each chunk's section: its document and heading path."""
+    with runtime.database.session() as session:
+        rows = session.scalars(select(Chunk).where(Chunk.id.in_(chunk_ids)))
+        return {c.id: (c.document_id, tuple(c.heading_path)) for c in rows}
+
+
+def test_several_tool_calls_run_concurrently_and_number_sources_per_section(
     runtime: Runtime, embedder: MemoEmbedder
 ) -> None:
     ids = ingest(runtime, {**DOCS, "salaries.md": SALARIES})
@@ -294,26 +301,27 @@ def test_several_tool_calls_run_concurrently_and_number_sources_per_document(
     for events, trace in zip(runs, traces, strict=True):
         assert [c["id"] for c in only(events, "tool_call")] == ["call_1", "call_2"]
         assert [(c["name"], c["query"]) for c in trace["tool_calls"]] == _two_searches([])
-        # numbers follow the calls in order, then each call's hits in rank order, one per document
-        document_of = {
-            h["chunk_id"]: h["document_id"] for c in trace["tool_calls"] for h in c["hits"]
-        }
-        expected: dict[int, int] = {}
+        # numbers follow the calls in order, then each call's hits in rank order, one per
+        # document section (document and heading path)
+        hit_ids = {h["chunk_id"] for c in trace["tool_calls"] for h in c["hits"]}
+        document_of = section_of(runtime, hit_ids)
+        expected: dict[tuple[int, tuple[str, ...]], int] = {}
         for call in trace["tool_calls"]:
             for hit in call["hits"]:
-                expected.setdefault(hit["document_id"], len(expected) + 1)
+                expected.setdefault(document_of[hit["chunk_id"]], len(expected) + 1)
         packed = trace["packed"]["passages"]
         assert [p["chunk_id"] for p in packed] == [
             h["chunk_id"] for c in trace["tool_calls"] for h in c["hits"]
         ]
         for passage in packed:
             assert expected[document_of[passage["chunk_id"]]] == passage["number"]
-        assert len(expected) >= 2 and set(expected) <= set(ids.values())
+        assert len(expected) >= 2 and {d for d, _ in expected} <= set(ids.values())
         citations = done(events)["citations"]
         assert [c["number"] for c in citations] == list(range(1, len(expected) + 1))
-        assert len({c["document_id"] for c in citations}) == len(citations)
-        for citation in citations:
-            assert citation["number"] == expected[citation["document_id"]]
+        sections = [(c["document_id"], tuple(c["heading_path"])) for c in citations]
+        assert len(set(sections)) == len(citations)
+        for citation, section in zip(citations, sections, strict=True):
+            assert citation["number"] == expected[section]
             assert citation["chunk_ids"] == list(
                 dict.fromkeys(p["chunk_id"] for p in packed if p["number"] == citation["number"])
             )
@@ -350,7 +358,7 @@ def test_tool_messages_answer_each_call(runtime: Runtime) -> None:
 
 def test_citations_pointing_outside_the_retrieved_set_are_removed(runtime: Runtime) -> None:
     ids = ingest(runtime, {"parking.md": PARKING})
-    answer = "Bicycles go to the basement garage [1]. Mars has canals [7]. See [1, 7][2]."
+    answer = "Bicycles go to the basement garage [1]. Mars has canals [7]. See [1, 7][9]."
     turns = engine(runtime, ScriptedChatModel(searching(answer)))
     me = runtime.local_principal()
     events = turns.ask(me, BIKES)

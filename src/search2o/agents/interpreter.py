@@ -38,7 +38,7 @@ from search2o.agents.expressions import Namespace, SandboxLimits, render
 from search2o.errors import InputError, Search2oError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage, Passage
-from search2o.query.citations import CitationRegistry
+from search2o.query.citations import CitationRegistry, section_key
 from search2o.state.model import ConversationState, StateChanges, check_json
 from search2o.textrules import text_problem
 
@@ -521,9 +521,9 @@ class Interpreter:
             raise InputError("limit", f"must be an integer from 1 to 50, got {limit!r}")
         step.entry.arguments = {"query": query, "limit": limit}
         hits = self.services.search(query, limit)
-        for hit in hits:  # one number per document for the whole run, as in a chat turn
+        for hit in hits:  # one number per document section for the run, as in a chat turn
             hit["number"] = self.citations.register(
-                f"doc:{hit.get('document_id')}",
+                section_key(hit.get("document_id"), list(hit.get("heading_path") or [])),
                 title=str(hit.get("title", "")),
                 source=str(hit.get("source", "")),
                 heading_path=list(hit.get("heading_path") or []),
@@ -552,7 +552,11 @@ class Interpreter:
             source = str(hit.get("source", ""))
             headings = [str(h) for h in hit.get("heading_path") or []]
             document = hit.get("document_id")
-            key = f"doc:{document}" if document is not None else f"given:{title}:{index}"
+            key = (
+                section_key(document, headings)
+                if document is not None
+                else f"given:{title}:{index}"
+            )
             number = self.citations.register(
                 key,
                 title=title,

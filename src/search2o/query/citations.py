@@ -1,10 +1,14 @@
-"""Citation numbers: one per source document per turn, and a stream filter that checks them.
+"""Citation numbers: one per source section per turn, and a stream filter that checks them.
 
-Every tool result is registered before the model answers: each document (or web page) gets the
-next number the first time it appears, so the same document is never numbered twice, and
-several chunks of it share the number. While the answer streams, :class:`CitationFilter` finds
-``[n]`` markers (also ``[1, 2]`` and ``[1][2]``): a number that was registered is kept and
-reported once; a number that points outside what was retrieved is removed from the text.
+Every tool result is registered before the model answers: each section of a document (the
+document and the heading path its chunk sits under, :func:`section_key`) or web page gets the
+next number the first time it appears, so the same section is never numbered twice, and
+several chunks of it share the number. Two sections of one document get two numbers, each with
+its own heading: a sentence quoted from a handbook's "OK" list is cited as "OK", never under
+the "Not OK" heading of a better-ranked chunk of the same document. While the answer streams,
+:class:`CitationFilter` finds ``[n]`` markers (also ``[1, 2]`` and ``[1][2]``): a number that
+was registered is kept and reported once; a number that points outside what was retrieved is
+removed from the text.
 
 What the reader sees is renumbered in order of first use: the answer's first source is [1],
 the next new one [2], whatever their retrieval numbers were (an answer citing only the third
@@ -18,12 +22,13 @@ the source stays readable as plain text in ``source``.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["Citation", "CitationFilter", "CitationRegistry", "safe_link"]
+__all__ = ["Citation", "CitationFilter", "CitationRegistry", "safe_link", "section_key"]
 
 # WHATWG URL Standard, "basic URL parser": leading and trailing C0 controls and spaces are
 # removed, then every ASCII tab or newline anywhere; a scheme is an ASCII letter followed by
@@ -75,12 +80,23 @@ def safe_link(url: object) -> str | None:
     return text
 
 
+def section_key(document_id: object, heading_path: list[str] | None) -> str:
+    """Return the citation key of one section of a document: ``doc:<id>:<heading path JSON>``.
+
+    Chunks of one document under the same heading path share the key (and so the number);
+    ``heading_path`` is the list of headings from the document's top down (``[]`` for text
+    before any heading). JSON keeps the key unambiguous whatever the headings contain.
+    """
+    return f"doc:{document_id}:" + json.dumps(list(heading_path or []), ensure_ascii=False)
+
+
 @dataclass
 class Citation:
     """A numbered source of one answer.
 
-    ``key`` identifies the source (``doc:<document id>`` or ``url:<address>``);
-    ``chunk_ids`` are the chunks of that document the tools returned (empty for web pages).
+    ``key`` identifies the source (a document's section, :func:`section_key`, or
+    ``url:<address>``); ``chunk_ids`` are the chunks of that section the tools returned (empty
+    for web pages).
     ``url`` is passed through :func:`safe_link` on creation: a link target or ``None``.
     """
 
@@ -101,8 +117,9 @@ class Citation:
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form stored with the message and sent in ``citation`` events.
 
-        ``heading_path`` is the first retrieved chunk's; ``headings`` lists the heading path of
-        every retrieved chunk of the document, without repeats.
+        ``heading_path`` is the section's (its chunks' heading path); ``headings`` lists the
+        heading path of every retrieved chunk under the citation's key, without repeats (one
+        path for a document's section; kept for clients that read a list).
         """
         return {
             "number": self.number,
@@ -136,7 +153,7 @@ class CitationRegistry:
     ) -> int:
         """Return the number of source ``key``, assigning the next one on first sight.
 
-        A later chunk of an already numbered document adds its ``chunk_id`` to that citation.
+        A later chunk under an already numbered key adds its ``chunk_id`` to that citation.
         """
         citation = self._by_key.get(key)
         if citation is None:

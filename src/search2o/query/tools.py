@@ -3,9 +3,9 @@
 A tool runs one call and returns a :class:`ToolOutcome`: the sources it found and a trace entry
 (query, hits with scores, timing). Calls of one turn run concurrently; afterwards
 :func:`number_results` numbers their sources in call order with the turn's
-:class:`~search2o.query.citations.CitationRegistry` (unique per document across all calls, the
-same on every run); :func:`search2o.providers.chat.render_passages` gives the text a remote
-model reads: ``[n] title — location`` followed by the passage.
+:class:`~search2o.query.citations.CitationRegistry` (unique per document section across all
+calls, the same on every run); :func:`search2o.providers.chat.render_passages` gives the text a
+remote model reads: ``[n] title — location`` followed by the passage.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from search2o.accounts import Principal
 from search2o.errors import InputError
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import Passage, ToolSpec
-from search2o.query.citations import CitationRegistry, safe_link
+from search2o.query.citations import CitationRegistry, safe_link, section_key
 from search2o.query.websearch import WebSearchProvider
 
 __all__ = [
@@ -47,10 +47,12 @@ _QUERY_SCHEMA = {
 
 @dataclass(frozen=True)
 class Found:
-    """One source a tool found: ``key`` is ``doc:<id>`` or ``url:<address>``.
+    """One source a tool found, keyed by document section or by address.
 
-    ``url`` is a link target (an http/https address from :func:`~search2o.query.citations.
-    safe_link`) or ``None``; ``source`` is the address as the engine sent it, as text.
+    ``key`` is a section's (:func:`~search2o.query.citations.section_key`) or
+    ``url:<address>``; ``url`` is a link target (an http/https address from
+    :func:`~search2o.query.citations.safe_link`) or ``None``; ``source`` is the address as the
+    engine sent it, as text.
     """
 
     key: str
@@ -147,7 +149,7 @@ class KnowledgeTool:
         result = self._knowledge.search(principal, query, self._k)
         found = [
             Found(
-                key=f"doc:{hit.document_id}",
+                key=section_key(hit.document_id, hit.heading_path),
                 title=hit.title,
                 source=hit.source,
                 text=hit.text,
