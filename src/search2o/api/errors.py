@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import compile_path
 
 from search2o import errors
@@ -150,6 +151,19 @@ def _innermost(exc: BaseException) -> str:
     return text[:300]
 
 
+async def _handle_disconnect(request: Request, exc: Exception) -> JSONResponse:
+    """Answer a client that went away before its body arrived as bad input, not a 500.
+
+    Routes that read the raw body (the messengers' webhooks) meet Starlette's
+    :class:`ClientDisconnect`; the answer reaches nobody, but the request is logged as the
+    422 of a body that never arrived (as the API's other routes log it) instead of a 500
+    with a traceback.
+    """
+    return error_response(
+        errors.InputError("body", "the client closed the connection before sending it all")
+    )
+
+
 async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
     """Give the framework's own errors (404, 405, 413, 400 ...) our error body."""
     assert isinstance(exc, HTTPException)
@@ -212,3 +226,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(errors.Search2oError, _handle)
     app.add_exception_handler(RequestValidationError, _handle_validation)
     app.add_exception_handler(HTTPException, _handle_http)
+    app.add_exception_handler(ClientDisconnect, _handle_disconnect)

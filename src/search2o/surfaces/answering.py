@@ -232,17 +232,27 @@ class AnswerJob(ABC):
 
         Shows a short error (:func:`~search2o.surfaces.deliveries.failure_notice`) in place of
         the answer, clears what the dead attempt left showing and marks the delivery
-        ``failed``. Idempotent: a delivery already ``posted`` or ``failed`` is left alone.
+        ``failed``. A delivery already ``posted`` is left alone.
+
+        When the messenger cannot be reached (the outage that failed the answer often lasts),
+        the delivery is marked ``failed`` all the same before the error is raised, so its
+        state never says ``answering`` for an answer nobody is writing; the hook job retries
+        the notice (a retry finds it ``failed`` and still shows it: the hook runs once per
+        failed answer job, so a ``failed`` delivery it sees has shown no notice yet).
 
         Raises:
-            ProviderError: the error could not be shown (the hook job retries it).
+            ProviderError, Search2oError: the error could not be shown (the hook job retries).
 
         """
         delivery = self.load(payload)
-        if delivery is None or delivery.state in ("posted", "failed"):
+        if delivery is None or delivery.state == "posted":
             return
         delivery = self.before(delivery)
-        self.notice(delivery, failure_notice(reason))
+        try:
+            self.notice(delivery, failure_notice(reason))
+        except Exception:
+            self.store.finish(delivery.id, "failed")
+            raise
         self.clear(delivery)
         self.store.finish(delivery.id, "failed")
 

@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import select
 
 from search2o import accounts
+from search2o.jobs.ledger import FINAL_FAILURE
 from search2o.providers.chat import ChatMessage, ToolSpec
 from search2o.storage.models import Message
 from search2o.storage.run_models import Run
@@ -105,6 +106,26 @@ def test_a_final_failure_posts_a_short_visible_error_in_the_thread(
     (reply,) = env.fake.replies("C1", ts)
     assert reply["text"].startswith("Sorry, I could not answer this")
     assert row.sealed_text is None  # the question's text is dropped at the end
+
+
+def test_slack_down_through_every_attempt_still_ends_the_delivery_failed(
+    slack_env: SlackFactory,
+) -> None:
+    env = slack_env()
+    env.fake.fail("chat.postMessage", error="fatal_error", times=1000)  # ok:false every time
+    ts = "1700000103.000100"
+    env.event(mention("Anyone there?", ts), "EvDown")
+    (row,) = env.settled(1, timeout_s=60)
+    assert row.state == "failed"  # not `answering` for an answer nobody writes any more
+    assert row.sealed_text is None
+    (job,) = env.jobs()
+    assert job.state == "failed" and job.attempts == job.max_attempts
+    def hook_given_up() -> bool | None:
+        hooks = env.jobs(FINAL_FAILURE)
+        return (len(hooks) == 1 and hooks[0].state == "failed") or None
+
+    wait_until(hook_given_up, 30, "the hook job given up")
+    assert env.fake.replies("C1", ts) == []  # nothing could be shown, nothing was
 
 
 def test_five_answers_at_once_stay_within_the_update_budget_and_all_land(

@@ -6,10 +6,13 @@ Against the fake Slack, on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import json
+import logging
+import socket
 import time
 
 from search2o.api.app import create_app
 from search2o.surfaces.slack.ingress import EVENTS_PATH, INTERACTIONS_PATH
+from tests.jobs.conftest import wait_until
 from tests.surfaces.slack.conftest import SECRET, SlackFactory
 from tests.surfaces.slack.fake_slack import BOT_USER, event_callback, message_event, signed
 
@@ -35,6 +38,46 @@ def test_the_webhook_routes_are_matched_before_the_apis_routers(slack_env: Slack
         assert first == [EVENTS_PATH, INTERACTIONS_PATH]
     finally:
         app.state.slack.close()
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_client_gone_before_its_body_arrived_is_bad_input_not_a_500(
+    slack_env: SlackFactory,
+) -> None:
+    env = slack_env()
+    api_log = logging.getLogger("search2o.api")
+    seen = _Records()
+    api_log.addHandler(seen)
+    before = api_log.level
+    api_log.setLevel(logging.INFO)
+    try:
+        head = (
+            "POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n{"
+        )
+        with socket.create_connection(("127.0.0.1", env.runtime.settings.port)) as sock:
+            sock.sendall(head.encode())
+
+        def logged() -> list[dict[str, object]] | None:
+            lines = [getattr(r, "fields", {}) for r in seen.records]
+            found = [f for f in lines if f.get("path") == EVENTS_PATH]
+            return found or None
+
+        (line,) = wait_until(logged, 10, "the request's log line")
+    finally:
+        api_log.removeHandler(seen)
+        api_log.setLevel(before)
+    assert line["status"] == 422  # as any other route's body that never arrived
+    assert not [r for r in seen.records if r.getMessage() == "unhandled error"]
+    assert env.deliveries() == []
 
 
 def test_one_event_delivered_three_more_times_gets_exactly_one_answer(
@@ -80,16 +123,21 @@ def test_app_mention_and_message_of_one_post_get_one_answer(slack_env: SlackFact
 
 
 IGNORED = {
-    "own-bot": message_event("hi", "1700000004.000001", channel="D1", channel_type="im",
-                             user=BOT_USER),
-    "slackbot": message_event("hi", "1700000004.000002", channel="D1", channel_type="im",
-                              user="USLACKBOT"),
-    "other-bot": message_event("hi", "1700000004.000003", channel="D1", channel_type="im",
-                               bot_id="B9"),
-    "edit": message_event("hi", "1700000004.000004", channel="D1", channel_type="im",
-                          subtype="message_changed"),
-    "join": message_event("hi", "1700000004.000005", channel="D1", channel_type="im",
-                          subtype="channel_join"),
+    "own-bot": message_event(
+        "hi", "1700000004.000001", channel="D1", channel_type="im", user=BOT_USER
+    ),
+    "slackbot": message_event(
+        "hi", "1700000004.000002", channel="D1", channel_type="im", user="USLACKBOT"
+    ),
+    "other-bot": message_event(
+        "hi", "1700000004.000003", channel="D1", channel_type="im", bot_id="B9"
+    ),
+    "edit": message_event(
+        "hi", "1700000004.000004", channel="D1", channel_type="im", subtype="message_changed"
+    ),
+    "join": message_event(
+        "hi", "1700000004.000005", channel="D1", channel_type="im", subtype="channel_join"
+    ),
     "plain-channel": message_event("no mention, no thread of ours", "1700000004.000006"),
     "empty": message_event(f"<@{BOT_USER}>", "1700000004.000007", kind="app_mention"),
 }

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
 from typer.testing import CliRunner
 
 from search2o.cli import app
 from search2o.config import SlackSettings
+from search2o.errors import ProviderError
 from search2o.surfaces.slack.manifest import BOT_SCOPES, check
 from search2o.surfaces.slack.socket import run_socket
+from tests.conftest import free_port
 from tests.surfaces.slack.conftest import SlackFactory
 from tests.surfaces.slack.fake_slack import (
     BOT_USER,
@@ -59,6 +62,25 @@ def test_socket_mode_acks_every_envelope_ignores_resends_and_reconnects(
     assert len(env.fake.replies("D1", "1700000902.000100")) == 1
     assert "link CODE" in ack["payload"]["text"]
     assert len(env.fake.of("apps.connections.open")) >= 2
+
+
+def test_socket_mode_says_in_one_line_when_slack_refuses_or_cannot_be_reached(
+    slack_env: SlackFactory,
+) -> None:
+    env = slack_env(app_token="xapp-test")
+    env.fake.fail("apps.connections.open", error="invalid_auth")
+    with pytest.raises(ProviderError) as refused:
+        run_socket(env.runtime, threading.Event())
+    assert refused.value.message == (
+        "slack.app_token (SEARCH2O_SLACK__APP_TOKEN) refused by Slack: invalid_auth"
+    )
+    gone = f"http://127.0.0.1:{free_port()}/api/"
+    slack = env.runtime.settings.slack.model_copy(update={"api_url": gone})
+    env.runtime.settings = env.runtime.settings.model_copy(update={"slack": slack})
+    with pytest.raises(ProviderError) as unreachable:
+        run_socket(env.runtime, threading.Event())
+    assert unreachable.value.message.startswith(f"cannot reach slack.api_url {gone} ")
+    assert "\n" not in unreachable.value.message
 
 
 def test_the_manifest_holds_exactly_the_needed_scopes_and_urls() -> None:

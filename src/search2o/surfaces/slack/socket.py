@@ -17,11 +17,12 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.builtin import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from search2o.errors import ConfigError
+from search2o.errors import ConfigError, ProviderError
 from search2o.surfaces.slack.commands import SlashCommand
 from search2o.surfaces.slack.pipeline import SlackPipeline
 from search2o.surfaces.slack.surface import shared_client, store
@@ -62,6 +63,8 @@ def run_socket(runtime: Runtime, stop: threading.Event) -> None:
 
     Raises:
         ConfigError: Slack is not configured, or ``slack.app_token`` is missing.
+        ProviderError: Slack refused the app token, or ``slack.api_url`` cannot be reached
+            (``apps.connections.open``, the first call; the CLI prints it as one line).
 
     """
     slack = runtime.settings.slack
@@ -89,7 +92,18 @@ def run_socket(runtime: Runtime, stop: threading.Event) -> None:
             socket.send_socket_mode_response(ack)
 
     client.socket_mode_request_listeners.append(on_request)  # type: ignore[arg-type]
-    client.connect()
+    try:
+        client.connect()
+    except SlackApiError as exc:
+        error = exc.response.get("error") if exc.response is not None else None
+        raise ProviderError(
+            f"slack.app_token (SEARCH2O_SLACK__APP_TOKEN) refused by Slack: {error or exc}"
+        ) from exc
+    except OSError as exc:  # urllib's URLError is an OSError
+        reason = getattr(exc, "reason", None) or exc
+        raise ProviderError(
+            f"cannot reach slack.api_url {slack.api_url} (SEARCH2O_SLACK__API_URL): {reason}"
+        ) from exc
     try:
         stop.wait()
     finally:
