@@ -243,10 +243,19 @@ def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
     """Serve ``/slack/events`` and ``/slack/interactions`` (docs/slack.md) in ``http`` mode.
 
     Only when the ``slack`` section is configured; without the ``slack`` extra installed the
-    API serves without them and says so once.
+    API serves without them and says so once. A section half set (one of the bot token and
+    the signing secret) says which setting is missing, and a configured Slack in ``socket``
+    mode says that this server does not serve the routes: either way ``/slack/events`` would
+    otherwise answer a bare 404 that Slack's URL check reports without a reason.
     """
     slack = runtime.settings.slack
-    if not slack.configured or slack.mode != "http":
+    if not slack.configured:
+        if slack.bot_token or slack.signing_secret:
+            missing = "slack.signing_secret" if slack.bot_token else "slack.bot_token"
+            log.warning("Slack is off: %s is not set (both are needed, docs/slack.md)", missing)
+        return
+    if slack.mode != "http":
+        log.info("Slack in socket mode: /slack/events is not served; run `search2o slack socket`")
         return
     try:
         from search2o.surfaces.slack import SlackIngress, SlackPipeline, store
@@ -260,6 +269,7 @@ def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
     ingress = SlackIngress(slack, pipeline, command)
     _route_first(app, ingress.routes())
     app.state.slack = ingress
+    log.info("Slack in http mode: POST /slack/events and /slack/interactions")
 
 
 def _mount_telegram(app: FastAPI, runtime: Runtime) -> None:

@@ -49,6 +49,37 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
+def test_the_server_says_whether_slack_is_on_and_what_is_missing(slack_env: SlackFactory) -> None:
+    env = slack_env()
+    api_log = logging.getLogger("search2o.api")
+    seen = _Records()
+    api_log.addHandler(seen)
+    before = api_log.level
+    api_log.setLevel(logging.INFO)
+    settings = env.runtime.settings
+    cases = {
+        "http": ({}, "Slack in http mode"),
+        "no secret": ({"signing_secret": None}, "slack.signing_secret is not set"),
+        "no token": ({"bot_token": None}, "slack.bot_token is not set"),
+        "socket": ({"mode": "socket"}, "Slack in socket mode"),
+    }
+    try:
+        for change, said in cases.values():
+            seen.records.clear()
+            env.runtime.settings = settings.model_copy(
+                update={"slack": settings.slack.model_copy(update=change)}
+            )
+            app = create_app(env.runtime.settings, runtime=env.runtime)
+            if app.state.slack is not None:
+                app.state.slack.close()
+            assert any(said in r.getMessage() for r in seen.records), (change, said)
+            assert (app.state.slack is not None) == (change == {})
+    finally:
+        env.runtime.settings = settings
+        api_log.removeHandler(seen)
+        api_log.setLevel(before)
+
+
 def test_a_client_gone_before_its_body_arrived_is_bad_input_not_a_500(
     slack_env: SlackFactory,
 ) -> None:
