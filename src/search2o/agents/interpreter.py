@@ -522,11 +522,12 @@ class Interpreter:
         step.entry.arguments = {"query": query, "limit": limit}
         hits = self.services.search(query, limit)
         for hit in hits:  # one number per document section for the run, as in a chat turn
+            headings = list(hit.get("heading_path") or [])
             hit["number"] = self.citations.register(
-                section_key(hit.get("document_id"), list(hit.get("heading_path") or [])),
+                section_key(hit.get("document_id"), headings),
                 title=str(hit.get("title", "")),
                 source=str(hit.get("source", "")),
-                heading_path=list(hit.get("heading_path") or []),
+                heading_path=headings,
                 document_id=hit.get("document_id"),
                 chunk_id=hit.get("chunk_id"),
             )

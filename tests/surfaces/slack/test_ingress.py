@@ -9,6 +9,9 @@ import json
 import logging
 import socket
 import time
+from collections.abc import Iterator
+
+import pytest
 
 from search2o.api.app import create_app
 from search2o.surfaces.slack.ingress import EVENTS_PATH, INTERACTIONS_PATH
@@ -49,13 +52,26 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
-def test_the_server_says_whether_slack_is_on_and_what_is_missing(slack_env: SlackFactory) -> None:
-    env = slack_env()
+@pytest.fixture
+def api_records() -> Iterator[_Records]:
+    """The ``search2o.api`` log records at INFO and above while the test runs."""
     api_log = logging.getLogger("search2o.api")
     seen = _Records()
     api_log.addHandler(seen)
     before = api_log.level
     api_log.setLevel(logging.INFO)
+    try:
+        yield seen
+    finally:
+        api_log.removeHandler(seen)
+        api_log.setLevel(before)
+
+
+def test_the_server_says_whether_slack_is_on_and_what_is_missing(
+    slack_env: SlackFactory, api_records: _Records
+) -> None:
+    env = slack_env()
+    seen = api_records
     settings = env.runtime.settings
     cases = {
         "http": ({}, "Slack in http mode"),
@@ -76,36 +92,26 @@ def test_the_server_says_whether_slack_is_on_and_what_is_missing(slack_env: Slac
             assert (app.state.slack is not None) == (change == {})
     finally:
         env.runtime.settings = settings
-        api_log.removeHandler(seen)
-        api_log.setLevel(before)
 
 
 def test_a_client_gone_before_its_body_arrived_is_bad_input_not_a_500(
-    slack_env: SlackFactory,
+    slack_env: SlackFactory, api_records: _Records
 ) -> None:
     env = slack_env()
-    api_log = logging.getLogger("search2o.api")
-    seen = _Records()
-    api_log.addHandler(seen)
-    before = api_log.level
-    api_log.setLevel(logging.INFO)
-    try:
-        head = (
-            "POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            "Content-Length: 1000\r\n\r\n{"
-        )
-        with socket.create_connection(("127.0.0.1", env.runtime.settings.port)) as sock:
-            sock.sendall(head.encode())
+    seen = api_records
+    head = (
+        "POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n{"
+    )
+    with socket.create_connection(("127.0.0.1", env.runtime.settings.port)) as sock:
+        sock.sendall(head.encode())
 
-        def logged() -> list[dict[str, object]] | None:
-            lines = [getattr(r, "fields", {}) for r in seen.records]
-            found = [f for f in lines if f.get("path") == EVENTS_PATH]
-            return found or None
+    def logged() -> list[dict[str, object]] | None:
+        lines = [getattr(r, "fields", {}) for r in seen.records]
+        found = [f for f in lines if f.get("path") == EVENTS_PATH]
+        return found or None
 
-        (line,) = wait_until(logged, 10, "the request's log line")
-    finally:
-        api_log.removeHandler(seen)
-        api_log.setLevel(before)
+    (line,) = wait_until(logged, 10, "the request's log line")
     assert line["status"] == 422  # as any other route's body that never arrived
     assert not [r for r in seen.records if r.getMessage() == "unhandled error"]
     assert env.deliveries() == []
