@@ -21,6 +21,7 @@ from tests.conftest import HANDBOOK, handbook_files
 from tests.query.test_turn import done, engine
 
 _MARKER = re.compile(r"\s*\[(\d+)\]")
+_VERDICT = re.compile(r"^(?:Yes|No)\.\s+")
 
 
 def quoted_runs(text: str) -> list[tuple[str, int]]:
@@ -33,12 +34,19 @@ def quoted_runs(text: str) -> list[tuple[str, int]]:
 
 
 def check_sections(runtime: Runtime, final: dict[str, Any]) -> None:
-    """Every sentence of every run is a sentence of the chunks of the citation it closes with."""
+    """Every sentence of every run is a sentence of the chunks of the citation it closes with.
+
+    A run may open with its own section's heading ("OK: …"), and the answer with a verdict read
+    from it ("Yes."); any other text fails.
+    """
     by_number = {c["number"]: c for c in final["citations"]}
-    runs = quoted_runs(final["text"])
+    runs = quoted_runs(_VERDICT.sub("", final["text"], count=1))
     assert runs, final["text"]
     for quoted, number in runs:
         citation = by_number[number]
+        heading = f"{citation['heading_path'][-1]}:" if citation["heading_path"] else None
+        if heading and quoted.startswith(heading):
+            quoted = quoted.removeprefix(heading)
         with runtime.database.session() as session:
             chunks = list(session.scalars(select(Chunk).where(Chunk.id.in_(citation["chunk_ids"]))))
         assert chunks and all(c.heading_path == citation["heading_path"] for c in chunks)
@@ -56,6 +64,7 @@ def test_a_yes_from_the_ok_list_is_cited_under_ok(runtime: Runtime) -> None:
     events = engine(runtime).ask(runtime.local_principal(), "Can I give paid talks at conferences?")
     final = done(events)
     assert "fine as long as" in final["text"]  # the "OK" list item on paid talks
+    assert final["text"].startswith("Yes. OK: ")  # the verdict its heading gives
     cited = [c["heading_path"][-1] for c in final["citations"]]
     assert "OK" in cited and "Not OK" not in cited
     check_sections(runtime, final)

@@ -567,7 +567,11 @@ class Interpreter:
                 chunk_id=hit.get("chunk_id") if isinstance(hit.get("chunk_id"), int) else None,
             )
             location = " > ".join([source, *headings]) if source else title
-            passages.append(Passage(number, title, location, hit["text"], hit.get("similarity")))
+            passages.append(
+                Passage(
+                    number, title, location, hit["text"], hit.get("similarity"), tuple(headings)
+                )
+            )
         return passages
 
     def _do_memory(self, step: _Step) -> Any:

@@ -58,7 +58,18 @@ class TextDelta:
     text: str
 
 
-ChatEvent = TextDelta | ToolCall
+@dataclass(frozen=True)
+class Decision:
+    """Why the model answered as it did, for the retrieval trace (``decision_detail``).
+
+    Only models that can say (the built-in one) emit it, before the answer's text; ``detail``
+    is a JSON-able dict, e.g. ``{"answer": "not_found", "reason": ..., "best_score": 0.41}``.
+    """
+
+    detail: dict[str, Any]
+
+
+ChatEvent = TextDelta | ToolCall | Decision
 
 
 @dataclass(frozen=True)
@@ -67,7 +78,8 @@ class Passage:
 
     ``number`` is the citation number the answer uses (``[number]``); ``similarity`` is the
     cosine similarity of the query and the chunk (``None`` when only keywords matched or the
-    source is a web page).
+    source is a web page); ``headings`` is the heading path of the chunk's section in its
+    document, outermost first (empty for a page or a chunk before the first heading).
     """
 
     number: int
@@ -75,6 +87,7 @@ class Passage:
     location: str
     text: str
     similarity: float | None = None
+    headings: tuple[str, ...] = ()
 
 
 def render_passages(passages: list[Passage]) -> str:

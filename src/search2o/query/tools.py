@@ -113,7 +113,11 @@ def number_results(found: list[Found], registry: CitationRegistry) -> list[Passa
             url=item.url,
         )
         location = " > ".join([item.source, *item.heading_path])
-        passages.append(Passage(number, item.title, location, item.text, item.similarity))
+        passages.append(
+            Passage(
+                number, item.title, location, item.text, item.similarity, tuple(item.heading_path)
+            )
+        )
     return passages
 
 

@@ -47,7 +47,14 @@ from search2o.events import (
     error_event,
 )
 from search2o.knowledge.store import KnowledgeStore
-from search2o.providers.chat import ChatMessage, ChatModel, Passage, TextDelta, ToolCall
+from search2o.providers.chat import (
+    ChatMessage,
+    ChatModel,
+    Decision,
+    Passage,
+    TextDelta,
+    ToolCall,
+)
 from search2o.providers.tokens import build_token_counter
 from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import (
@@ -278,9 +285,7 @@ class TurnEngine:
         status = "interrupted"
         stopped = False
         try:
-            async for event in _until_stopped(
-                self._turn(turn, history, state, trace, clock), stop
-            ):
+            async for event in _until_stopped(self._turn(turn, history, state, trace, clock), stop):
                 yield event
             status = "complete"
         except _StoppedError:
@@ -305,9 +310,7 @@ class TurnEngine:
                     "written; nothing was stored"
                 )
         if state.error is not None:
-            yield error_event(
-                state.error, message_id=answer_id, conversation_id=conversation.id
-            )
+            yield error_event(state.error, message_id=answer_id, conversation_id=conversation.id)
             return
         yield DoneEvent(
             conversation_id=conversation.id,
@@ -502,6 +505,8 @@ class TurnEngine:
         async for event in _timed(self.model.stream(messages, [t.spec for t in tools]), clock):
             if isinstance(event, ToolCall):
                 calls.append(event)
+            elif isinstance(event, Decision):
+                trace["decision_detail"] = event.detail
             else:
                 for emitted in self._emit(event.text, state, clock):
                     yield emitted
@@ -547,6 +552,8 @@ class TurnEngine:
             if isinstance(event, TextDelta):
                 for emitted in self._emit(event.text, state, clock):
                     yield emitted
+            elif isinstance(event, Decision):
+                trace["decision_detail"] = event.detail
 
     def _number_page(
         self, turn: PreparedTurn, state: _AnswerState, trace: dict[str, Any]
