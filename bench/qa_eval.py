@@ -70,6 +70,8 @@ HANDBOOK_SETS = {
     / "handbook-newcomer.jsonl",
 }
 console = Console()
+# Each searched turn's decision detail with its label, for --dump (fitting the decision).
+_DUMPED: list[dict] = []
 # What a refusal says, for any model: it cites nothing and says it could not find the answer or
 # that the documents do not say (the built-in model's NOT_FOUND and its constraint refusals).
 _REFUSAL = re.compile(
@@ -118,8 +120,12 @@ def _hit_documents(runtime: Runtime, principal: Principal, query: str, n: int) -
 
 
 def _best_sentence(runtime: Runtime, scorer: SentenceScorer, turn: dict, question: str) -> float:
+    """The best sentence score the model decided on (its trace), else one computed here."""
     if not turn["tool_calls"]:
         return float("nan")
+    detail = (turn.get("trace") or {}).get("decision_detail") or {}
+    if detail.get("best_score") is not None:
+        return float(detail["best_score"])
     query = turn["tool_calls"][0]["arguments"]["query"]
     principal = runtime.local_principal()
     hits = runtime.knowledge.search(principal, query, runtime.settings.chat.search_k).hits
@@ -172,6 +178,9 @@ def _handbook_set(
             searched = bool(turn["tool_calls"])
             expect = spec["expect"]
             decisions.append(searched == (expect != "no_search"))
+            detail = (turn.get("trace") or {}).get("decision_detail")
+            if detail and expect != "no_search":
+                _DUMPED.append({"set": name, "answerable": expect == "grounded", **detail})
             if calibrate and expect != "no_search":
                 samples.append(
                     (_best_sentence(runtime, scorer, turn, spec["user"]), expect == "grounded")
@@ -286,6 +295,15 @@ def mtrag(runtime: Runtime, limit: int | None, calibrate: bool) -> list[tuple[fl
         elif answerability == "ANSWERABLE":
             false_nf.append(is_not_found(turn))
             by_collection[f"answerable {collection}"].append(is_not_found(turn))
+        detail = (turn.get("trace") or {}).get("decision_detail")
+        if detail and answerability in ("UNANSWERABLE", "ANSWERABLE"):
+            _DUMPED.append(
+                {
+                    "set": f"mtrag-{collection}",
+                    "answerable": answerability == "ANSWERABLE",
+                    **detail,
+                }
+            )
         if calibrate and answerability in ("UNANSWERABLE", "ANSWERABLE"):
             score = _best_sentence(runtime, scorer, turn, last["text"])
             samples.append((score, answerability == "ANSWERABLE"))
@@ -351,6 +369,9 @@ def main() -> int:
     parser.add_argument("--skip-mtrag", action="store_true")
     parser.add_argument("--mtrag-limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument(
+        "--dump", type=Path, default=None, help="write each searched turn's decision detail here"
+    )
     args = parser.parse_args()
     if not DATA.is_dir():
         console.print(f"data folder {DATA} not found (the repository sits beside shared/)")
@@ -364,6 +385,8 @@ def main() -> int:
             if args.calibrate:
                 print_calibration("handbook", samples)
     if args.skip_mtrag:
+        if args.dump is not None:
+            args.dump.write_text("".join(json.dumps(row) + "\n" for row in _DUMPED))
         return 0
     with (
         tempfile.TemporaryDirectory() as data_dir,
@@ -372,6 +395,8 @@ def main() -> int:
         samples = mtrag(runtime, args.mtrag_limit, args.calibrate)
         if args.calibrate:
             print_calibration("MTRAG-UN", samples)
+    if args.dump is not None:
+        args.dump.write_text("".join(json.dumps(row) + "\n" for row in _DUMPED))
     return 0
 
 

@@ -137,9 +137,8 @@ def test_split_sentences_drops_markup_but_keeps_every_content_character() -> Non
         "Tables are prefixed s2o_ and live in <data_dir>/search2o.db by default.",
         "Some bold and em and both around knowledge.max_k and SEARCH2O_DATA_DIR.",
         "A request goes client -> proxy -> server, and C# reads <data_dir> too.",
-        "Setting Default Meaning Kind",
-        "a b c d",
-        "embedding.batch_size 32 texts per call a|b",
+        "Setting: a; Default: b; Meaning: c; Kind: d",
+        "Setting: embedding.batch_size; Default: 32; Meaning: texts per call; Kind: a|b",
         "Escaped *stars* stay, as do 2 * 3 * 4, *.md globs and __init__.",
         "export SEARCH2O_DATA_DIR=/srv/s2o # **not** emphasis",
     ]
@@ -184,6 +183,24 @@ def test_the_quoted_answer_keeps_content_characters_and_drops_markup(
     passages = [Passage(1, "Settings", "settings.md", source)]
     answer = _answer(_model(embedder, not_found_score=-1.0), "Which setting is it?", passages)
     assert answer == f"{quoted} [1]"
+
+
+def test_a_long_table_row_is_a_sentence_per_cell_named_by_its_column_and_row() -> None:
+    rubric = " ".join(["word"] * 20)
+    text = (
+        "| Category | Junior (L1) | Lead (L4) |\n"
+        "| --- | --- | --- |\n"
+        f"| *Scope* | Works on small tasks with help. {rubric} | Leads projects across teams. |\n"
+        "| **Skill** |  |  |\n"
+    )
+    assert split_sentences(text) == [
+        f"Junior (L1), Scope: Works on small tasks with help. {rubric}",
+        "Lead (L4), Scope: Leads projects across teams.",
+    ]
+    # without its header (a chunk cut inside the table) a row is read as plain text
+    assert split_sentences("| Scope | Leads projects across teams. |") == [
+        "Scope Leads projects across teams."
+    ]
 
 
 def test_content_stems_drop_stop_words_and_contractions_and_match_compounds() -> None:

@@ -404,6 +404,10 @@ class BuiltinChatModel:
         detail: dict[str, Any] = {
             "threshold": self._threshold,
             "best_score": round(scored[0].score, 3) if scored else None,
+            "best_cosine": round(scored[0].cosine, 3) if scored else None,
+            "best_share": round(scored[0].share, 3) if scored else None,
+            "second_score": round(scored[1].score, 3) if len(scored) > 1 else None,
+            "top_similarity": max((p.similarity or 0.0 for p in passages), default=None),
             "answer_type": kind,
         }
         if not scored or scored[0].score < self._threshold:
@@ -490,8 +494,13 @@ class BuiltinChatModel:
     def _render(self, question: str, chosen: list[ScoredSentence], passages: list[Passage]) -> str:
         best = passages[chosen[0].passage]
         said = verdict(question, best.headings[-1]) if best.headings else None
-        # Document order: by source (citation number), then passage, then place in the passage.
-        chosen = sorted(chosen, key=lambda s: (passages[s.passage].number, s.passage, s.position))
+        # Document order: by source (citation number), then passage, then place in the passage;
+        # a verdict's section first, so "Yes." stands before the sentence it comes from.
+        first = best.number if said else None
+        number = {id(s): passages[s.passage].number for s in chosen}
+        chosen = sorted(
+            chosen, key=lambda s: (number[id(s)] != first, number[id(s)], s.passage, s.position)
+        )
         # One marker after each run of sentences from the same section; its heading before it
         # when the run does not name it.
         parts = [f"{said}."] if said else []

@@ -92,7 +92,11 @@ def _is_table_delimiter(line: str) -> bool:
     return "|" in line and _TABLE_DELIMITER.match(line) is not None
 
 
-_Kind = Literal["text", "table", "code"]
+_Kind = Literal["text", "table", "header", "code"]
+_CELL = "\x1f"  # stands for a table row's cell pipe until the row is split into cells
+# A table row of at most this many words is one sentence ("Setting: a; Default: 32"); a longer
+# one (a rubric's paragraphs per level) is one sentence per cell, each under its column.
+_ROW_WORDS = 30
 
 
 def _segments(text: str) -> list[tuple[str, _Kind]]:
@@ -149,7 +153,8 @@ def _segments(text: str) -> list[tuple[str, _Kind]]:
         line = _HEADING_END.sub("", line[heading.end() :]) if heading else _BULLET.sub("", line)
         if table or heading:  # a heading or table row stands alone
             if line.strip():
-                segments.append((line.strip(), "table" if table else "text"))
+                row: _Kind = "header" if _is_table_delimiter(following) else "table"
+                segments.append((line.strip(), row if table else "text"))
             continue
         current.append(line.strip())
     flush()
@@ -161,7 +166,7 @@ def _plain(text: str, kind: _Kind = "text") -> str:
 
     Inline code keeps its content and loses its backticks (a stray backtick, left by a cut
     chunk, goes too); a link keeps its text; emphasis markers go where they wrap text at word
-    boundaries; in a table row the cell pipes become spaces. Code spans, escaped characters
+    boundaries; in a table row the cell pipes become :data:`_CELL`. Code spans, escaped characters
     (a backslash before one of ``*_`|#>``) and ``code`` segments (fenced blocks) are kept as
     they are: no rule touches them.
     """
@@ -183,8 +188,8 @@ def _plain(text: str, kind: _Kind = "text") -> str:
     text = _CODE.sub(code, text)
     text = _ESCAPE.sub(lambda m: keep(m.group(1)), text)
     text = _LINK.sub(r"\1", text).replace("`", "")
-    if kind == "table":
-        text = text.replace("|", " ")
+    if kind in ("table", "header"):
+        text = text.replace("|", _CELL)
     for _ in range(3):  # nested emphasis: "**bold _and em_**"
         before = text
         for pattern in _EMPHASIS:
@@ -215,8 +220,20 @@ def split_sentences(text: str) -> list[str]:
     :class:`SentenceScorer`).
     """
     sentences: list[str] = []
+    columns: list[str] | None = None  # the header cells of the table being read
     for segment, kind in _segments(text):
         plain = _plain(segment, kind)
+        if kind == "header":
+            columns = _cells(plain)
+            continue
+        if kind == "table":
+            rows = _row_sentences(_cells(plain), columns)
+            if rows is not None:
+                sentences.extend(r for r in rows if len(r.split()) >= _MIN_WORDS)
+                continue
+            plain = plain.replace(_CELL, " ")
+        else:
+            columns = None
         pieces: list[str] = []
         for piece in _SPLIT.split(plain):
             # "e.g. Kandji" is not a sentence end: glue the piece back to the one before.
@@ -231,14 +248,55 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+def _cells(row: str) -> list[str]:
+    """Return the cells of a table row whose pipes are :data:`_CELL`, whitespace collapsed."""
+    parts = [" ".join(part.split()) for part in row.split(_CELL)]
+    if parts and not parts[0]:
+        parts = parts[1:]  # the row's leading pipe
+    if parts and not parts[-1]:
+        parts = parts[:-1]  # its trailing pipe
+    return parts
+
+
+def _row_sentences(cells: list[str], columns: list[str] | None) -> list[str] | None:
+    """Return a table row's sentences, each cell named by its column; ``None`` without header.
+
+    A short row is one sentence of ``column: cell`` pairs ("Setting: max_k; Default: 5"); a
+    long one is a sentence per cell after the first, named by its column and the row's first
+    cell ("Lead QA Tester (L4), Scope: Leads projects …"), so a quoted cell says what it is.
+    ``None`` when there is no header of as many cells (the row is then read as plain text).
+    """
+    if columns is None or len(columns) != len(cells):
+        return None
+    if sum(len(cell.split()) for cell in cells) <= _ROW_WORDS:
+        pairs = [
+            f"{column}: {cell}" if column else cell
+            for column, cell in zip(columns, cells, strict=True)
+            if cell
+        ]
+        return ["; ".join(pairs)]
+    label = cells[0]
+    return [
+        f"{column}, {label}: {cell}" if label else f"{column}: {cell}"
+        for column, cell in zip(columns[1:], cells[1:], strict=True)
+        if cell
+    ]
+
+
 @dataclass(frozen=True)
 class ScoredSentence:
-    """A sentence of the passage with key ``passage``, at ``position``, with its ``score``."""
+    """A sentence of the passage with key ``passage``, at ``position``, with its ``score``.
+
+    ``cosine`` and ``share`` are the two parts of the score (the cosine similarity to the query
+    and the IDF-weighted share of the question's content words the sentence holds, 0..1).
+    """
 
     passage: int
     position: int
     text: str
     score: float
+    cosine: float = 0.0
+    share: float = 0.0
 
 
 class SentenceScorer:
@@ -347,9 +405,10 @@ class SentenceScorer:
             for df in [sum(term in s for s in stems)]
         }
         total = sum(idf.values())
-        scores = []
+        scores, shares = [], []
         for cosine, have in zip(cosines, stems, strict=True):
             share = sum(idf[t] for t in asked & have) / total if total else 0.0
+            shares.append(share)
             scores.append(float(cosine) + self._weight * share)
         # A question in a passage (a FAQ) is not an answer, but the sentence after it is the
         # answer to it: that sentence gets the question's score when it is higher.
@@ -361,7 +420,9 @@ class SentenceScorer:
             before = sentences[index - 1] if index else None
             if before is not None and before[0] == number and before[2].endswith("?"):
                 score = max(score, scores[index - 1])
-            scored.append(ScoredSentence(number, position, text, score))
+            scored.append(
+                ScoredSentence(number, position, text, score, float(cosines[index]), shares[index])
+            )
         best: dict[str, ScoredSentence] = {}
         for sentence in sorted(scored, key=lambda s: -s.score):
             best.setdefault(sentence.text, sentence)
