@@ -93,12 +93,13 @@ def test_helpdesk_asks_once_then_answers_with_citations(
     answer = _chat(token_api, user, message="a phone", conversation_id=asked["conversation_id"])
     assert answer["status"] == "completed"
     assert "not okay to store 37signals code" in answer["text"] and "[1]" in answer["text"]
-    assert [c["title"] for c in answer["citations"]] == ["Managing work devices"]
+    # every source is a section of the devices page (a quote from two of its sections cites two)
+    assert {c["title"] for c in answer["citations"]} == {"Managing work devices"}
     messages = token_api.get(f"/v1/conversations/{asked['conversation_id']}", headers=user).json()[
         "messages"
     ]
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
-    assert messages[-1]["citations"][0]["title"] == "Managing work devices"
+    assert {c["title"] for c in messages[-1]["citations"]} == {"Managing work devices"}
 
 
 def test_two_agents_share_conv_variables_and_keep_their_own(
