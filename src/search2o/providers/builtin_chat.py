@@ -12,9 +12,19 @@ What it does, per user message:
 3. **Answer.** From the passages the tools returned (and the sources sent with the message, such
    as a page's text: it answers from those first, and searches only when they hold no answer) it
    quotes the most relevant sentences
-   (:class:`~search2o.providers.sentences.SentenceScorer`), each followed by its citation
-   number. When no sentence scores ``chat.not_found_score`` or more (cosine similarity to the
-   query plus the keyword share) it says it could not find the answer and cites nothing.
+   (:class:`~search2o.providers.sentences.SentenceScorer`, each sentence read with its section's
+   headings; sentences carrying the answer type the question asks for preferred, see
+   :mod:`~search2o.providers.answer_types`), each run of one section followed by its citation
+   number and preceded by its heading when the sentences do not name it; a yes/no question
+   answered from under an "OK" / "Not OK" heading starts with the verdict. When no sentence
+   scores ``chat.not_found_score`` or more (cosine similarity to the query plus the keyword
+   share) it says it could not find the answer and cites nothing.
+4. **Refuse an uncovered constraint.** A short follow-up ("and for managers?") must be covered
+   by a sentence about the earlier subject; otherwise it says the sources do not say anything
+   about the constraint, naming it (:meth:`BuiltinChatModel._uncovered`).
+
+What decided (quoted or refused, why, the scores) goes to the retrieval trace as
+``decision_detail`` through a :class:`~search2o.providers.chat.Decision` event.
 
 Limits: it never paraphrases, combines facts across sentences into new prose, does arithmetic
 or follows instructions in the message; it resolves references only through the previous
