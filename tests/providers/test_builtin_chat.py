@@ -86,6 +86,26 @@ def test_connectives_pronouns_and_contentless_messages_are_elliptical(follow_up:
     assert "side" in query and "job" in query
 
 
+@pytest.mark.parametrize(
+    "repair",
+    [
+        "I meant for Mars?",
+        "I\u2019m asking about the ones on Mars",  # a typographic apostrophe
+        "Sorry, I want to ask about Mars.",
+        "no, Mars",
+        "what? Mars??",
+    ],
+)
+def test_a_repair_keeps_the_earlier_subject(repair: str) -> None:
+    query = self_contained_query(["Which discoveries have the rovers made?", repair])
+    assert "Mars" in query and "rovers" in query and "discoveries" in query
+
+
+def test_a_message_that_merely_starts_like_a_repair_word_is_not_one() -> None:
+    query = self_contained_query(["Which discoveries have the rovers made?", "Nobody told me."])
+    assert query == "Nobody told me."
+
+
 def test_a_new_topic_is_not_rewritten() -> None:
     query = self_contained_query(["How long are our work cycles?", "What is Queenbee?"])
     assert query == "What is Queenbee?"

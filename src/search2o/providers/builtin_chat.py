@@ -119,6 +119,14 @@ _CONNECTIVE = re.compile(
     r"^(and|also|but|so|then|or|plus|ok so|okay so|what about|how about|what if|same for|"
     r"and what about|and how about|and for|and if)\b\s*,?\s*"
 )
+# A repair: the user corrects or restates what they asked ("I meant for Mars?", "I'm asking for
+# a phone number", "sorry, I want to ask about floods"); it keeps the earlier subject. Repairs
+# are how conversation fixes misunderstanding (Schegloff, Jefferson & Sacks, "The Preference for
+# Self-Correction in the Organization of Repair in Conversation", Language 53(2), 1977).
+_REPAIR = re.compile(
+    r"^(?:i meant|i mean|what i meant|i'm asking|i am asking|i asked|i was asking|"
+    r"i was talking about|i'm talking about|sorry|no|nope|wait)\b|^what\?"
+)
 _ANAPHORA = frozenset(
     "it its they them their theirs those these that this one ones he she him her his".split()  # noqa: SIM905
 )
@@ -170,8 +178,8 @@ def is_small_talk(message: str) -> bool:
 
 
 def _is_elliptical(message: str) -> bool:
-    text = message.lower().strip()
-    if _CONNECTIVE.match(text):
+    text = message.lower().strip().replace("\u2019", "'")
+    if _CONNECTIVE.match(text) or _REPAIR.match(text):
         return True
     words = re.findall(r"[a-z']+", text)
     content = content_stems(
