@@ -56,6 +56,7 @@ from search2o.config import load_settings
 from search2o.knowledge.access import AccessList
 from search2o.providers.builtin_chat import NOT_FOUND
 from search2o.providers.sentences import SentenceScorer
+from search2o.query.audit import misplaced_runs
 from search2o.query.conversations import append_message, create_conversation
 from search2o.runtime import Runtime
 
@@ -169,6 +170,8 @@ def _handbook_set(
     principal = runtime.local_principal()
     scorer = SentenceScorer(runtime.embedder)
     hits, facts, decisions, not_found, false_nf = [], [], [], [], []
+    misplaced: list[bool] = []  # per quoting answer: a run outside its cited section
+    quoting = runtime.chat_model.model_id.startswith("builtin/")
     samples: list[tuple[float, bool]] = []
     failures: list[str] = []
     for item in track(items, description=name, console=console):
@@ -185,6 +188,10 @@ def _handbook_set(
                 samples.append(
                     (_best_sentence(runtime, scorer, turn, spec["user"]), expect == "grounded")
                 )
+            if quoting and turn.get("citations"):
+                problems = misplaced_runs(runtime.database, answer, turn["citations"])
+                misplaced.append(bool(problems))
+                failures.extend(f"{item['id']}: misplaced quote {p}" for p in problems)
             if expect == "grounded":
                 query = turn["tool_calls"][0]["arguments"]["query"] if searched else ""
                 top = _hit_documents(runtime, principal, query, 3) if searched else []
@@ -212,6 +219,13 @@ def _handbook_set(
     table.add_row(
         "grounded answered 'not found'", f"{_mean(false_nf):.3f}", str(len(false_nf)), "<= 0.05"
     )
+    if quoting:
+        table.add_row(
+            "answers quoting outside their cited section",
+            f"{sum(misplaced)}",
+            str(len(misplaced)),
+            "0",
+        )
     console.print(table)
     for failure in failures:
         console.print(f"  miss: {failure}", markup=False)
