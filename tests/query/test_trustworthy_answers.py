@@ -118,6 +118,31 @@ def test_paid_talks_are_a_yes_from_the_ok_list(handbook: Runtime) -> None:
     assert [c["heading_path"][-1] for c in answer["citations"]] == ["OK"]
 
 
+def test_a_list_item_that_states_its_own_exception_gets_no_verdict(handbook: Runtime) -> None:
+    (answer,) = ask(handbook, "Can I become a nonprofit's full-time web designer?")
+    assert "would not be OK" in answer["text"]
+    assert not answer["text"].startswith("Yes")
+
+
+def test_a_refused_follow_up_does_not_break_the_next_one(handbook: Runtime) -> None:
+    _, interns, roll = ask(
+        handbook,
+        "How many vacation days do we get?",
+        "and for interns?",
+        "and how many can roll over?",
+    )
+    assert interns["text"].endswith("do not say anything about interns.")
+    assert "maximum bank of 27 days" in roll["text"]
+
+
+def test_a_sentence_ending_in_a_colon_is_quoted_with_what_it_introduces(
+    handbook: Runtime,
+) -> None:
+    (answer,) = ask(handbook, "How much is the payroll deduction for medical insurance?")
+    assert "payroll deduction for medical insurance:" in answer["text"]
+    assert "$" in answer["text"].split("medical insurance:", 1)[1]
+
+
 @pytest.mark.parametrize(
     ("question", "kind"),
     [
@@ -148,6 +173,9 @@ def test_a_verdict_comes_only_from_a_verdict_heading_and_a_yes_no_question() -> 
     assert verdict("Is it ok to moonlight?", "Don't") == "No"
     assert verdict("What can I do on the side?", "OK") is None  # an open question
     assert verdict("Can I give paid talks?", "Moonlighting") is None  # a topic heading
+    # the item states its own exception: the heading does not decide
+    assert verdict("Can I work full time on the side?", "OK", "… would not be OK.") is None
+    assert verdict("Can I give paid talks?", "OK", "That's fine as long as …") == "Yes"
 
 
 def test_only_a_short_connective_follow_up_adds_a_constraint() -> None:
@@ -157,6 +185,12 @@ def test_only_a_short_connective_follow_up_adds_a_constraint() -> None:
     assert constraint.subject == ("sabbatical", "policy")
     assert follow_up_constraint(["What is the sabbatical policy?"]) is None
     assert follow_up_constraint(["What is the sabbatical policy?", "Who approves it?"]) is None
+    # "how long" asks for a type, and light verbs name nothing: neither is a constraint
+    assert follow_up_constraint(["What is the sabbatical policy?", "and how long is it?"]) is None
+    chain = ["How many vacation days do we get?", "and for Germany?"]
+    germany = follow_up_constraint(chain)
+    assert germany is not None and germany.words == ("Germany",)
+    assert germany.subject == ("vacation", "days")
     long = "and what about the rules for remote staff in Europe and Asia?"
     assert follow_up_constraint(["What is the sabbatical policy?", long]) is None
     # a refused turn is no subject: the constraint keeps the subject before it

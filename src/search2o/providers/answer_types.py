@@ -92,6 +92,10 @@ _VERDICTS = {
     "dont": "No",
     "donts": "No",
 }
+_OWN_VERDICT = re.compile(
+    r"\b(?:not|n't|never)\s+(?:be\s+)?(?:ok|okay|allowed|permitted|fine|acceptable)\b",
+    re.IGNORECASE,
+)
 _YES_NO = re.compile(
     r"^(?:(?:so|and|ok|okay|also|but|then|hi|hey|um),?\s+)?"
     r"(?:can|could|may|might|am|is|are|do|does|should|would|will)\b|"
@@ -115,13 +119,17 @@ def type_bonus(kind: str | None, sentence: str) -> float:
     return TYPE_BONUS if _SENTENCE[kind].search(sentence) else 0.0
 
 
-def verdict(question: str, heading: str) -> str | None:
+def verdict(question: str, heading: str, sentence: str = "") -> str | None:
     """Return "Yes" or "No" when ``question`` is a yes/no question and ``heading`` a verdict.
 
-    ``heading`` is the innermost heading of the section the answering sentence sits in; ``None``
-    when either is not the case (an open question, or a heading that is a topic).
+    ``heading`` is the innermost heading of the section the answering ``sentence`` sits in;
+    ``None`` when either is not the case (an open question, or a heading that is a topic), or
+    when the sentence states a verdict of its own ("… would not be OK" under "OK": the list
+    item carries its exception, and the heading does not decide).
     """
     if not _YES_NO.search(" ".join(question.lower().split())):
+        return None
+    if _OWN_VERDICT.search(sentence):
         return None
     key = re.sub(r"[^a-z ]+", "", heading.lower().replace("\u2019", "'").replace("'", ""))
     return _VERDICTS.get(" ".join(key.split()))

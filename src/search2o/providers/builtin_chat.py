@@ -134,6 +134,12 @@ _ANAPHORA = frozenset(
 _INDEFINITE = frozenset(
     "someone somebody anyone anybody everyone everybody something anything everything".split()  # noqa: SIM905
 )
+# Light verbs carry little meaning of their own (Jespersen, "A Modern English Grammar", 1942):
+# "vacation days get" names the subject by "vacation days"; they never constrain a follow-up.
+_LIGHT_VERBS = frozenset(
+    "get gets got getting give gives gave given take takes took taken make makes made".split()  # noqa: SIM905
+    + "do does did done have has had go goes went put puts".split()  # noqa: SIM905
+)
 _QUESTION_WORDS = frozenset(
     "how many much what which who when where why does do is are can".split()  # noqa: SIM905
 )
@@ -144,7 +150,8 @@ _MAX_QUERY_CHARS = 1000
 _MARGIN = 0.1
 _NEIGHBOUR_MARGIN = 0.3
 # Word-embedding cosine at which a word of the evidence stands for a constraint word
-# ("husband" ~ "partner"); chosen on the development sets of bench/qa_eval.py.
+# ("wife" ~ "spouse" 0.86; "husband" ~ "partner" 0.60, at the edge; unrelated words of the
+# handbook are 0.1-0.4 apart with all-MiniLM-L6-v2). Set by these pairs, not swept on data.
 _NEAR = 0.6
 _NOT_COVERED = "The sources I found about"
 
@@ -265,10 +272,15 @@ def follow_up_constraint(
     messages resolve to (see :func:`self_contained_query`). ``None`` for any other message.
     """
     text = " ".join(unicodedata.normalize("NFKC", user_messages[-1]).split())
-    if len(user_messages) < 2 or not _CONNECTIVE.match(text.lower()):
+    connective = _CONNECTIVE.match(text.lower())
+    if len(user_messages) < 2 or connective is None:
         return None
+    rest = text[connective.end() :]
+    asked = {m.lower() for m in re.findall(r"(?i)\bhow\s+(\w+)", rest)}  # "how long": a type
     words = tuple(
-        w for w in _subject(_CONNECTIVE.sub("", text.lower(), count=1)) if w not in _INDEFINITE
+        w
+        for w in _subject(rest)
+        if w.lower() not in _INDEFINITE | _LIGHT_VERBS and w.lower() not in asked
     )
     if not words or len(words) > 3:
         return None
@@ -278,7 +290,11 @@ def follow_up_constraint(
         return None
     subject = self_contained_query(earlier)
     own = content_stems(" ".join(words))
-    kept = tuple(w for w in _subject(subject) if not content_stems(w) <= own)
+    kept = tuple(
+        w
+        for w in _subject(subject)
+        if not content_stems(w) <= own and w.lower() not in _LIGHT_VERBS
+    )
     return Constraint(words, kept) if kept else None
 
 
@@ -389,7 +405,11 @@ class BuiltinChatModel:
             return f"I could not search the knowledge base: {failures[0]}", detail
         constraint = follow_up_constraint(users, unanswered)
         if constraint is not None:
-            answers = [m.content for m in messages if m.role == "assistant" and m.content]
+            answers = [
+                m.content
+                for m in messages
+                if m.role == "assistant" and m.content and not _is_refusal(m.content)
+            ]
             constraint = replace(constraint, earlier_answer=answers[-1] if answers else "")
         return self._quote(query, question, passages, constraint)
 
@@ -460,6 +480,16 @@ class BuiltinChatModel:
                 and s not in chosen
             ]
             chosen.extend(neighbours[:1])
+        # A sentence that ends in a colon introduces what follows ("you'll see a payroll
+        # deduction for medical insurance:"): it is never quoted without it.
+        for sentence in list(chosen):
+            if sentence.text.endswith(":"):
+                following = [
+                    s
+                    for s in scored
+                    if s.passage == sentence.passage and s.position == sentence.position + 1
+                ]
+                chosen.extend(s for s in following if s not in chosen)
         return chosen
 
     def _uncovered(
@@ -511,7 +541,7 @@ class BuiltinChatModel:
 
     def _render(self, question: str, chosen: list[ScoredSentence], passages: list[Passage]) -> str:
         best = passages[chosen[0].passage]
-        said = verdict(question, best.headings[-1]) if best.headings else None
+        said = verdict(question, best.headings[-1], chosen[0].text) if best.headings else None
         # Document order: by source (citation number), then passage, then place in the passage;
         # a verdict's section first, so "Yes." stands before the sentence it comes from.
         first = best.number if said else None
@@ -525,9 +555,12 @@ class BuiltinChatModel:
         run: list[str] = []
         for index, sentence in enumerate(chosen):
             passage = passages[sentence.passage]
-            if not run and passage.headings:
-                heading = passage.headings[-1]
-                if not content_stems(heading) <= content_stems(sentence.text, compounds=True):
+            heading = passage.headings[-1] if passage.headings else ""
+            if not run and heading:
+                # the section's heading, unless the sentence names it and no verdict read from
+                # it stands first
+                named = content_stems(heading) <= content_stems(sentence.text, compounds=True)
+                if not named or (said and passage.number == first):
                     run.append(f"{heading}:")
             run.append(sentence.text)
             following = chosen[index + 1] if index + 1 < len(chosen) else None
@@ -550,11 +583,14 @@ def _unanswered(messages: list[ChatMessage]) -> frozenset[int]:
     for message in messages:
         if message.role == "user":
             user_index += 1
-        elif message.role == "assistant" and (
-            message.content == NOT_FOUND or message.content.startswith(_NOT_COVERED)
-        ):
+        elif message.role == "assistant" and _is_refusal(message.content):
             indexes.add(user_index)
     return frozenset(indexes)
+
+
+def _is_refusal(answer: str) -> bool:
+    """Whether ``answer`` is one of the model's refusals ("not found", an uncovered constraint)."""
+    return answer == NOT_FOUND or answer.startswith(_NOT_COVERED)
 
 
 def build(profile: ModelProfile, settings: ChatSettings, embedder: Embedder) -> BuiltinChatModel:

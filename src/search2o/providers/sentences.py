@@ -416,12 +416,15 @@ class SentenceScorer:
         for index, (number, position, text) in enumerate(sentences):
             if text.endswith("?"):
                 continue
-            score = scores[index]
+            # the parts reported are those of the score kept (the question's, when inherited)
+            source = index
             before = sentences[index - 1] if index else None
             if before is not None and before[0] == number and before[2].endswith("?"):
-                score = max(score, scores[index - 1])
+                source = index - 1 if scores[index - 1] > scores[index] else index
             scored.append(
-                ScoredSentence(number, position, text, score, float(cosines[index]), shares[index])
+                ScoredSentence(
+                    number, position, text, scores[source], float(cosines[source]), shares[source]
+                )
             )
         best: dict[str, ScoredSentence] = {}
         for sentence in sorted(scored, key=lambda s: -s.score):
