@@ -21,7 +21,7 @@ What it does, per user message:
    share) it says it could not find the answer and cites nothing.
 4. **Refuse an uncovered constraint.** A short follow-up ("and for managers?") must be covered
    by a sentence about the earlier subject; otherwise it says the sources do not say anything
-   about the constraint, naming it (:meth:`BuiltinChatModel._uncovered`).
+   about the constraint, naming it (:func:`~search2o.providers.evidence.uncovered`).
 
 What decided (quoted or refused, why, the scores) goes to the retrieval trace as
 ``decision_detail`` through a :class:`~search2o.providers.chat.Decision` event.
@@ -37,11 +37,11 @@ import asyncio
 import re
 import unicodedata
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from search2o.config import ChatSettings, ModelProfile
-from search2o.providers.answer_types import question_type, type_bonus, verdict
+from search2o.providers.answer_types import question_type, type_bonus
 from search2o.providers.chat import (
     ChatEvent,
     ChatMessage,
@@ -52,11 +52,11 @@ from search2o.providers.chat import (
     ToolSpec,
 )
 from search2o.providers.embeddings import Embedder
+from search2o.providers.evidence import NOT_COVERED, Constraint, not_covered, render, uncovered
 from search2o.providers.sentences import (
     ScoredSentence,
     SentenceScorer,
     content_stems,
-    split_sentences,
 )
 
 __all__ = [
@@ -149,11 +149,6 @@ _MAX_QUERY_CHARS = 1000
 # set on the handbook evaluation set (bench/qa_eval.py).
 _MARGIN = 0.1
 _NEIGHBOUR_MARGIN = 0.3
-# Word-embedding cosine at which a word of the evidence stands for a constraint word
-# ("wife" ~ "spouse" 0.86; "husband" ~ "partner" 0.60, at the edge; unrelated words of the
-# handbook are 0.1-0.4 apart with all-MiniLM-L6-v2). Set by these pairs, not swept on data.
-_NEAR = 0.6
-_NOT_COVERED = "The sources I found about"
 
 
 def small_talk_kind(message: str) -> str | None:
@@ -246,20 +241,6 @@ def _resolve(message: str, previous: str | None) -> str:
     carried = [w for w in _subject(previous) if not content_stems(w) <= own]
     stripped = _CONNECTIVE.sub("", text, count=1) if _CONNECTIVE.match(text.lower()) else text
     return " ".join([stripped, *carried]).strip()
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """What a short follow-up adds to the earlier subject: "and for managers?" → ``managers``.
-
-    ``words`` are the follow-up's own content words (indefinite pronouns such as "someone"
-    left out); ``subject`` the earlier query's subject words it keeps; ``earlier_answer`` the
-    text of the assistant's previous answer (empty when unknown).
-    """
-
-    words: tuple[str, ...]
-    subject: tuple[str, ...]
-    earlier_answer: str = ""
 
 
 def follow_up_constraint(
@@ -453,13 +434,13 @@ class BuiltinChatModel:
             return NOT_FOUND, {**detail, "answer": "not_found", "reason": reason}
         chosen = self._choose(scored)
         if constraint is not None:
-            missing = self._uncovered(constraint, chosen, passages)
+            missing = uncovered(constraint, chosen, passages, self._scorer)
             if missing:
                 detail.update(
                     answer="not_found", reason="follow-up constraint not covered", uncovered=missing
                 )
-                return _not_covered(constraint, missing), detail
-        return self._render(question, chosen, passages), {
+                return not_covered(constraint, missing), detail
+        return render(question, chosen, passages), {
             **detail,
             "answer": "quoted",
             "sentences": len(chosen),
@@ -492,89 +473,6 @@ class BuiltinChatModel:
                 chosen.extend(s for s in following if s not in chosen)
         return chosen
 
-    def _uncovered(
-        self, constraint: Constraint, chosen: list[ScoredSentence], passages: list[Passage]
-    ) -> list[str]:
-        """Return the constraint words that no chosen sentence about the earlier subject covers.
-
-        A follow-up keeps the earlier subject and adds its constraint, so only sentences about
-        that subject can answer it. A chosen sentence is about the subject when its section
-        gave the earlier answer (one of its sentences was quoted there), when its section's
-        headings or title share a word with the subject, or when they share one with the
-        constraint and the sentence itself names the subject or the constraint. So "inform
-        your manager … especially longer absences like sabbatical", from the section on
-        scheduling time off, does not answer "and for managers?" after the sabbatical policy.
-
-        A constraint word is covered when its stem, or a word whose embedding is within
-        :data:`_NEAR` cosine of it, is in such a sentence or its headings or title. On the
-        development sets of ``bench/qa_eval.py`` this refused 5.0 % of answerable turns (the
-        same as any chosen sentence covering the constraint; 13 % when only headings naming
-        the subject counted).
-        """
-        subject = content_stems(" ".join(constraint.subject))
-        asked = content_stems(" ".join(constraint.words), compounds=True)
-        evidence = []
-        for sentence in chosen:
-            passage = passages[sentence.passage]
-            frame = content_stems(" ".join([passage.title, *passage.headings]), compounds=True)
-            answered = bool(constraint.earlier_answer) and any(
-                s in constraint.earlier_answer for s in split_sentences(passage.text)
-            )
-            names = content_stems(sentence.text, compounds=True) & (subject | asked)
-            if answered or frame & subject or (frame & asked and names):
-                evidence.append(" ".join([passage.title, *passage.headings, sentence.text]))
-        stems = content_stems(" ".join(evidence), compounds=True)
-        words = sorted({w for text in evidence for w in re.findall(r"[a-z]+", text.lower())})
-        words = [w for w in words if content_stems(w)]
-        vectors = self._scorer.vectors(words) if words else None
-        missing = []
-        for word in constraint.words:
-            if content_stems(word, compounds=True) <= stems:
-                continue
-            if (
-                vectors is not None
-                and float((vectors @ self._scorer.vectors([word])[0]).max()) >= _NEAR
-            ):
-                continue
-            missing.append(word)
-        return missing
-
-    def _render(self, question: str, chosen: list[ScoredSentence], passages: list[Passage]) -> str:
-        best = passages[chosen[0].passage]
-        said = verdict(question, best.headings[-1], chosen[0].text) if best.headings else None
-        # Document order: by source (citation number), then passage, then place in the passage;
-        # a verdict's section first, so "Yes." stands before the sentence it comes from.
-        first = best.number if said else None
-        number = {id(s): passages[s.passage].number for s in chosen}
-        chosen = sorted(
-            chosen, key=lambda s: (number[id(s)] != first, number[id(s)], s.passage, s.position)
-        )
-        # One marker after each run of sentences from the same section; its heading before it
-        # when the run does not name it.
-        parts = [f"{said}."] if said else []
-        run: list[str] = []
-        for index, sentence in enumerate(chosen):
-            passage = passages[sentence.passage]
-            heading = passage.headings[-1] if passage.headings else ""
-            if not run and heading:
-                # the section's heading, unless the sentence names it and no verdict read from
-                # it stands first
-                named = content_stems(heading) <= content_stems(sentence.text, compounds=True)
-                if not named or (said and passage.number == first):
-                    run.append(f"{heading}:")
-            run.append(sentence.text)
-            following = chosen[index + 1] if index + 1 < len(chosen) else None
-            if following is None or passages[following.passage].number != passage.number:
-                parts.append(f"{' '.join(run)} [{passage.number}]")
-                run = []
-        return " ".join(parts)
-
-
-def _not_covered(constraint: Constraint, missing: list[str]) -> str:
-    """Return the refusal of a follow-up whose constraint no evidence covers, naming both."""
-    subject = " ".join(constraint.subject)
-    return f"{_NOT_COVERED} {subject} do not say anything about {' '.join(missing)}."
-
 
 def _unanswered(messages: list[ChatMessage]) -> frozenset[int]:
     """Indexes (among user messages) of the turns whose answer was "not found"."""
@@ -590,7 +488,7 @@ def _unanswered(messages: list[ChatMessage]) -> frozenset[int]:
 
 def _is_refusal(answer: str) -> bool:
     """Whether ``answer`` is one of the model's refusals ("not found", an uncovered constraint)."""
-    return answer == NOT_FOUND or answer.startswith(_NOT_COVERED)
+    return answer == NOT_FOUND or answer.startswith(NOT_COVERED)
 
 
 def build(profile: ModelProfile, settings: ChatSettings, embedder: Embedder) -> BuiltinChatModel:
