@@ -398,17 +398,14 @@ def main() -> int:
             samples = handbook(runtime, args.calibrate)
             if args.calibrate:
                 print_calibration("handbook", samples)
-    if args.skip_mtrag:
-        if args.dump is not None:
-            args.dump.write_text("".join(json.dumps(row) + "\n" for row in _DUMPED))
-        return 0
-    with (
-        tempfile.TemporaryDirectory() as data_dir,
-        Runtime(load_settings(data_dir=Path(data_dir))) as runtime,
-    ):
-        samples = mtrag(runtime, args.mtrag_limit, args.calibrate)
-        if args.calibrate:
-            print_calibration("MTRAG-UN", samples)
+    if not args.skip_mtrag:
+        with (
+            tempfile.TemporaryDirectory() as data_dir,
+            Runtime(load_settings(data_dir=Path(data_dir))) as runtime,
+        ):
+            samples = mtrag(runtime, args.mtrag_limit, args.calibrate)
+            if args.calibrate:
+                print_calibration("MTRAG-UN", samples)
     if args.dump is not None:
         args.dump.write_text("".join(json.dumps(row) + "\n" for row in _DUMPED))
     return 0

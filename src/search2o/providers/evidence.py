@@ -80,14 +80,10 @@ def uncovered(
     stems = content_stems(" ".join(evidence), compounds=True)
     words = sorted({w for text in evidence for w in re.findall(r"[a-z]+", text.lower())})
     words = [w for w in words if content_stems(w)]
-    vectors = scorer.vectors(words) if words else None
-    missing = []
-    for word in constraint.words:
-        if content_stems(word, compounds=True) <= stems:
-            continue
-        if vectors is not None and float((vectors @ scorer.vectors([word])[0]).max()) >= NEAR:
-            continue
-        missing.append(word)
+    missing = [w for w in constraint.words if not content_stems(w, compounds=True) <= stems]
+    if missing and words:  # one embedding call for the evidence's words, one for the missing
+        near = (scorer.vectors(missing) @ scorer.vectors(words).T).max(axis=1)
+        missing = [w for w, cosine in zip(missing, near, strict=True) if float(cosine) < NEAR]
     return missing
 
 
@@ -103,10 +99,12 @@ def render(question: str, chosen: list[ScoredSentence], passages: list[Passage])
     # Document order: by source (citation number), then passage, then place in the passage;
     # a verdict's section first, so "Yes." stands before the sentence it comes from.
     first = best.number if said else None
-    number = {id(s): passages[s.passage].number for s in chosen}
-    chosen = sorted(
-        chosen, key=lambda s: (number[id(s)] != first, number[id(s)], s.passage, s.position)
-    )
+
+    def order(sentence: ScoredSentence) -> tuple[bool, int, int, int]:
+        number = passages[sentence.passage].number
+        return (number != first, number, sentence.passage, sentence.position)
+
+    chosen = sorted(chosen, key=order)
     # One marker after each run of sentences from the same section; its heading before it
     # when the run does not name it.
     parts = [f"{said}."] if said else []

@@ -328,9 +328,6 @@ class SentenceScorer:
             ProviderError: the embedder failed.
 
         """
-        return self._vectors(texts)
-
-    def _vectors(self, texts: list[str]) -> npt.NDArray[np.float32]:
         with self._lock:
             known = {t: self._cache[t] for t in texts if t in self._cache}
         missing = list(dict.fromkeys(t for t in texts if t not in known))
@@ -384,7 +381,7 @@ class SentenceScorer:
             return []
         contexts = contexts or {}
         query_vector = self._embedder.embed([query])[0]
-        cosines = self._vectors([text for _, _, text in sentences]) @ query_vector
+        cosines = self.vectors([text for _, _, text in sentences]) @ query_vector
         if contexts:
             # A sentence read with its section's headings ("Medical Insurance: The company pays
             # 75% of the premium") says what it is about; the better of the two cosines counts.
@@ -392,7 +389,7 @@ class SentenceScorer:
                 f"{contexts[number]}: {text}" if contexts.get(number) else text
                 for number, _, text in sentences
             ]
-            cosines = np.maximum(cosines, self._vectors(framed) @ query_vector)
+            cosines = np.maximum(cosines, self.vectors(framed) @ query_vector)
         asked = content_stems(question) or content_stems(query)
         stems = [
             content_stems(text, compounds=True) | content_stems(contexts.get(number, ""))

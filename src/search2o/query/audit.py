@@ -2,8 +2,7 @@
 
 The built-in model quotes; its answer is runs of sentences, each closed by the citation of the
 section they come from (``… [1] … [2]``), a run opened by its section's heading when the
-sentences do not name it ("Medical Insurance: The company pays 75% …"; a page's title when the
-section has no heading), and the answer by a
+sentences do not name it ("Medical Insurance: The company pays 75% …"), and the answer by a
 verdict read from a heading ("Yes. OK: …"). :func:`misplaced_runs` checks that claim against
 the stored chunks: a sentence cited under the wrong section, or text that no cited chunk holds,
 is reported. Used by the tests and by ``bench/qa_eval.py`` over every answer of an evaluation
@@ -46,8 +45,7 @@ def misplaced_runs(database: Database, text: str, citations: list[dict[str, Any]
     Args:
         database: where the cited chunks are stored.
         text: the answer as shown (citations renumbered for the reader).
-        citations: the answer's citations (``number``, ``chunk_ids``, ``heading_path``,
-            ``title``), as the
+        citations: the answer's citations (``number``, ``chunk_ids``, ``heading_path``), as the
             ``done`` event and ``GET /v1/conversations/{id}`` give them.
 
     Returns:
@@ -64,9 +62,7 @@ def misplaced_runs(database: Database, text: str, citations: list[dict[str, Any]
             problems.append(f"{quoted!r}: [{number}] is not a citation of the answer")
             continue
         path = list(citation.get("heading_path") or [])
-        # a run may open with its section's heading, or its page's title when it has none
-        label = path[-1] if path else citation.get("title")
-        heading = f"{label}:" if label else None
+        heading = f"{path[-1]}:" if path else None  # a run may open with its section's heading
         if heading and quoted.startswith(heading):
             quoted = quoted.removeprefix(heading)
         with database.session() as session:
