@@ -7,6 +7,7 @@ import pytest
 
 from search2o.crypto.envelope import new_data_key
 from search2o.crypto.vault import Sealer
+from search2o.errors import InputError
 from search2o.memory.lexical import (
     bm25_shares,
     decode_hashes,
@@ -15,7 +16,7 @@ from search2o.memory.lexical import (
     term_hashes,
     terms,
 )
-from search2o.memory.ranking import best, embedding_text
+from search2o.memory.ranking import best, embedding_text, vector_literal
 from search2o.memory.temporal import asks_when, time_terms
 
 KEY = b"k" * 32
@@ -117,3 +118,14 @@ def test_holds_any_finds_the_memories_with_one_of_the_hashes() -> None:
 )
 def test_asks_when_recognises_questions_for_a_time(question: str, asks: bool) -> None:
     assert asks_when(question) is asks
+
+
+def test_the_query_vector_literal_gives_back_every_float32_and_refuses_nan() -> None:
+    vector = np.random.default_rng(3).standard_normal(384).astype(np.float32) * 0.05
+    literal = vector_literal(vector)
+    assert literal.startswith("[") and literal.endswith("]")
+    back = np.array([float(x) for x in literal[1:-1].split(",")], dtype=np.float32)
+    assert np.array_equal(back, vector)
+    for bad in (np.nan, np.inf):
+        with pytest.raises(InputError, match="query"):
+            vector_literal(np.array([0.1, bad], dtype=np.float32))

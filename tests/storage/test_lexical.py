@@ -7,9 +7,10 @@ from sqlalchemy import insert, text
 
 from search2o.accounts import Principal
 from search2o.knowledge.access import readable_filter
-from search2o.storage.db import Database
+from search2o.storage.db import Database, bump_counter
 from search2o.storage.lexical import CommonTerms, _select_terms, lexical_search, query_terms
 from search2o.storage.models import Chunk, Document, DocumentAccess, utcnow
+from search2o.storage.vectors import KNOWLEDGE_COUNTER
 
 TEXTS = [
     "office policy on parking garage spaces",  # 1
@@ -150,3 +151,37 @@ def test_several_rare_terms_rank_the_chunk_holding_most_of_them_first(database: 
     assert found[0] == 4  # parking and visitors
     assert set(found) == {1, 2, 4}
     assert set(filtered) == {1, 2}  # the access filter applies before the pre-ranking
+
+
+def test_new_statistics_are_read_after_the_corpus_changes(database: Database) -> None:
+    """The cached frequencies follow the corpus: a new ANALYZE (PostgreSQL) or a write of
+    chunks (SQLite) makes a term that has become common count as common."""
+    _load(database)
+    common = CommonTerms(fraction=0.5, min_rows=0)
+    with database.session() as session:
+        before = _ids(lexical_search(session, "policy parking", 20, None, common))
+    assert set(before) == {1, 4}  # "policy" (4 of 6) is common, "parking" (2 of 6) is rare
+    with database.session() as session:
+        session.execute(
+            insert(Chunk),
+            [
+                {
+                    "id": i,
+                    "document_id": 6,
+                    "ordinal": i,
+                    "heading": "",
+                    "heading_path": [],
+                    "text": f"parking lot number {i}",
+                    "token_count": 4,
+                }
+                for i in range(7, 17)
+            ],
+        )
+        bump_counter(session, KNOWLEDGE_COUNTER)
+    if database.backend == "postgresql":
+        with database.engine.connect() as conn:
+            conn.execute(text("ANALYZE chunks"))
+            conn.commit()
+    with database.session() as session:
+        after = _ids(lexical_search(session, "policy parking", 20, None, common))
+    assert set(after) == {1, 2, 3, 4}  # now "parking" (12 of 16) is common, "policy" rare

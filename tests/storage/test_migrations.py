@@ -13,7 +13,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0017"
+HEAD = "0018"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -321,3 +321,42 @@ def test_0014_keeps_user_tokens_and_drops_surface_tokens_on_the_way_down(
         assert db.current_revision() == HEAD
     finally:
         db.close()
+
+
+def _pg_row_storage(conn: Connection) -> tuple[dict[str, list[str] | None], int | None]:
+    """Return each table's storage options and the lexeme statistics target of chunks."""
+    options = {
+        table: conn.execute(
+            text("SELECT reloptions FROM pg_class WHERE oid = CAST(:t AS regclass)"), {"t": table}
+        ).scalar_one()
+        for table in ("chunks", "memories")
+    }
+    target = conn.execute(
+        text(
+            "SELECT attstattarget FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
+            "AND attname = 'search_vector'"
+        )
+    ).scalar_one()
+    return options, target
+
+
+def test_0018_keeps_postgresql_rows_inline_and_goes_back_to_the_defaults(
+    database: Database,
+) -> None:
+    if database.engine.dialect.name != "postgresql":
+        database.downgrade("0017")  # SQLite: nothing to change, both ways
+        database.upgrade()
+        assert database.current_revision() == HEAD
+        return
+    with database.engine.connect() as conn:
+        options, target = _pg_row_storage(conn)
+    inline = ["toast_tuple_target=8160"]
+    assert options == {"chunks": inline, "memories": inline}
+    assert target == 1000
+    database.downgrade("0017")
+    with database.engine.connect() as conn:
+        options, target = _pg_row_storage(conn)
+    assert options == {"chunks": None, "memories": None}
+    assert target in (None, -1)  # PostgreSQL 17 shows the default as NULL, earlier ones as -1
+    database.upgrade()
+    assert database.current_revision() == HEAD
