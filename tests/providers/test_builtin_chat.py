@@ -101,6 +101,17 @@ def test_a_repair_keeps_the_earlier_subject(repair: str) -> None:
     assert "Mars" in query and "rovers" in query and "discoveries" in query
 
 
+def test_a_definite_description_refers_back_to_the_earlier_subject() -> None:
+    query = self_contained_query(
+        [
+            "Who were the actors during the ancient Greek theater?",
+            "How were the facilities where the presentations were done?",
+        ]
+    )
+    assert query.startswith("How were the facilities where the presentations were done?")
+    assert {"ancient", "Greek", "theater"} <= set(query.split())
+
+
 def test_a_message_that_merely_starts_like_a_repair_word_is_not_one() -> None:
     query = self_contained_query(["Which discoveries have the rovers made?", "Nobody told me."])
     assert query == "Nobody told me."
