@@ -185,3 +185,21 @@ def test_new_statistics_are_read_after_the_corpus_changes(database: Database) ->
     with database.session() as session:
         after = _ids(lexical_search(session, "policy parking", 20, None, common))
     assert set(after) == {1, 2, 3, 4}  # now "parking" (12 of 16) is common, "policy" rare
+
+
+def test_statistics_without_an_analyze_time_still_count(database: Database) -> None:
+    """A hot standby, or a server whose activity statistics were reset, has pg_stats but no
+    ANALYZE time: the lexeme statistics are used all the same."""
+    if database.backend != "postgresql":
+        pytest.skip("ANALYZE times are PostgreSQL's")
+    _load(database)
+    with database.engine.connect() as conn:
+        conn.execute(text("SELECT pg_stat_reset()"))
+        conn.commit()
+        analyzed = conn.execute(
+            text("SELECT pg_stat_get_last_analyze_time('chunks'::regclass)")
+        ).scalar()
+    assert analyzed is None
+    with database.session() as session:
+        found = _ids(lexical_search(session, "policy parking", 20, None, CommonTerms(0.5, 0)))
+    assert set(found) == {1, 4}  # "policy" (4 of 6) is still known to be common

@@ -298,8 +298,9 @@ class _Postgres:
         row = connection.execute(_PG_QUERY, {"query": " ".join(words)}).one()
         _, _, lexemes, estimate, analyzed = row
         lexemes = list(lexemes or [])
-        if analyzed is None:  # not analyzed yet: every lexeme counts as rare
-            return dict.fromkeys(lexemes, 0.0), 0
+        # ``analyzed`` is NULL where this server never ran ANALYZE itself, though pg_stats may
+        # hold statistics: a hot standby gets them from its primary, and a crash or
+        # pg_stat_reset() forgets the times. Such a copy is then read again by age alone.
         key = (str(connection.engine.url), str(connection.dialect.default_schema_name))
         cached = _PG_STATISTICS.get(key)
         now = time.monotonic()
@@ -313,7 +314,7 @@ class _Postgres:
             shares = dict(zip(elements or [], element_shares or [], strict=False))
             cached = _PgStatistics(analyzed, now, shares)
             _PG_STATISTICS[key] = cached
-        if not cached.shares:
+        if not cached.shares:  # not analyzed yet: every lexeme counts as rare
             return dict.fromkeys(lexemes, 0.0), 0
         # Shares of rows per lexeme; unlisted lexemes are rarer than every listed one. The row
         # count is the planner's estimate from the same ANALYZE, not a count(*) per query.
