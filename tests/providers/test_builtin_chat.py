@@ -112,6 +112,22 @@ def test_a_definite_description_refers_back_to_the_earlier_subject() -> None:
     assert {"ancient", "Greek", "theater"} <= set(query.split())
 
 
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        ["How much does the company pay for health insurance?"],
+        ["How many vacation days do we get?", "What is the severance package?"],
+    ],
+)
+def test_a_longer_question_with_the_stands_alone_and_passes_nothing_on(
+    earlier: list[str],
+) -> None:
+    question = "Does the company pay for pet insurance?"
+    assert self_contained_query([*earlier, question]) == question
+    follow_up = self_contained_query([*earlier, question, "and for dogs?"])
+    assert "pet" in follow_up and not {"health", "vacation"} & set(follow_up.split())
+
+
 def test_a_message_that_merely_starts_like_a_repair_word_is_not_one() -> None:
     query = self_contained_query(["Which discoveries have the rovers made?", "Nobody told me."])
     assert query == "Nobody told me."

@@ -144,6 +144,9 @@ _QUESTION_WORDS = frozenset(
     "how many much what which who when where why does do is are can".split()  # noqa: SIM905
 )
 _SUBJECT_WORDS = 8
+# At most this many content words of its own make a short follow-up (a constraint, a bridging
+# definite description).
+_SHORT_FOLLOW_UP = 3
 _MAX_QUERY_CHARS = 1000
 # Score margins below the best sentence (score = cosine + keyword share; see sentences.py),
 # set on the handbook evaluation set (bench/qa_eval.py).
@@ -190,16 +193,16 @@ def _is_elliptical(message: str) -> bool:
     # Any pronoun makes a follow-up, even in a long question: carrying the subject into
     # "what is Grafana and is it for monitoring?" costs little (its own words still match),
     # while limiting the rule to short messages lowered MTRAG-UN clarification recall@5 from
-    # 0.817 to 0.769 (bench/qa_eval.py). A definite description does too: "the facilities"
-    # after a question about Greek theatre refers back to it (bridging reference: Clark,
-    # "Bridging", TINLAP 1975), though about half of definite descriptions are new to the
-    # discourse (Poesio & Vieira, Computational Linguistics 24(2), 1998), which is the cost.
-    # Measured (bench/qa_eval.py): MTRAG-UN recall@5 follow-up 0.905 -> 0.915, clarification
-    # 0.877 -> 0.889, UNANSWERABLE refused 0.633 -> 0.673, answerable refused 0.105 both; the
-    # held-out handbook conversations' answerable refused 0.222 -> 0.213; the development
-    # handbook dialogues lost one answer and one refusal ("Does the company pay for pet
-    # insurance?" after life insurance).
-    if any(w in _ANAPHORA or w == "the" for w in words):
+    # 0.817 to 0.769 (bench/qa_eval.py).
+    if any(w in _ANAPHORA for w in words):
+        return True
+    # A short question with a definite description refers back too: "How long is the break?"
+    # after the sabbatical policy, "the facilities" after Greek theatre (bridging reference:
+    # Clark, "Bridging", TINLAP 1975). A longer one usually stands alone: about half of
+    # definite descriptions are new to the discourse (Poesio & Vieira, Computational
+    # Linguistics 24(2), 1998), and "Does the company pay for pet insurance?" must not carry
+    # the life insurance asked about before, nor pass it on to the next question.
+    if "the" in words and len(content) <= _SHORT_FOLLOW_UP:
         return True
     return not content
 
@@ -271,7 +274,7 @@ def follow_up_constraint(
         for w in _subject(rest)
         if w.lower() not in _INDEFINITE | _LIGHT_VERBS and w.lower() not in asked
     )
-    if not words or len(words) > 3:
+    if not words or len(words) > _SHORT_FOLLOW_UP:
         return None
     earlier = [m for i, m in enumerate(user_messages[:-1]) if i not in unanswered]
     earlier = [m for m in earlier if not is_small_talk(m)]
