@@ -7,7 +7,7 @@
   fetched the value from the TOAST table: at 500 memories the candidates statement ran 2.2 ms
   with 530 buffer reads, 1.0 ms with 90 once the rows were inline. Rows up to a page stay
   inline; larger ones (vectors of 3,000 dimensions) are still TOASTed.
-* ``SET STATISTICS 1000`` on ``chunks.search_vector``: ANALYZE then keeps the 10,000 most common
+* ``SET STATISTICS 1000`` on ``chunks.search_vector``: ANALYZE then keeps up to 10,000 common
   lexemes (ten per unit of the target; ``ts_typanalyze.c``) instead of 1,000. Lexical search
   leaves out a term found in more than 1 % of the chunks
   (:class:`search2o.storage.lexical.CommonTerms`) and reads those frequencies from
