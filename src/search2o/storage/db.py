@@ -32,7 +32,7 @@ from search2o.private_dir import ensure_private_dir
 from search2o.storage.models import Counter
 from search2o.storage.writegate import GatedConnection, WriteGate, urgent_writes
 
-__all__ = ["Backend", "Database", "bump_counter", "read_counter"]
+__all__ = ["Backend", "Database", "bump_counter", "driver_message", "read_counter"]
 
 Backend = Literal["sqlite", "postgresql"]
 
@@ -139,7 +139,7 @@ class Database:
             with urgent_writes() if urgent else nullcontext(), session.begin():
                 yield session
         except OperationalError as exc:
-            raise StorageError(f"database error: {_one_line(exc)}") from exc
+            raise StorageError(f"database error: {driver_message(exc)}") from exc
         finally:
             session.close()
 
@@ -180,7 +180,7 @@ class Database:
             try:
                 yield session
             except OperationalError as exc:
-                raise StorageError(f"database error: {_one_line(exc)}") from exc
+                raise StorageError(f"database error: {driver_message(exc)}") from exc
             finally:
                 session.close()
 
@@ -234,7 +234,7 @@ class Database:
                 config.attributes["key_provider"] = self._key_provider
                 getattr(command, direction)(config, revision)
         except SQLAlchemyError as exc:
-            raise StorageError(f"cannot migrate {self.describe()}: {_one_line(exc)}") from exc
+            raise StorageError(f"cannot migrate {self.describe()}: {driver_message(exc)}") from exc
         except RuntimeError as exc:  # a migration's own refusal (see 0005)
             raise StorageError(f"cannot migrate {self.describe()}: {exc}") from exc
         finally:
@@ -299,8 +299,11 @@ def _require_postgres_driver(driver: str) -> None:
             ) from None
 
 
-def _one_line(exc: SQLAlchemyError) -> str:
-    """Return the driver's own message, first line only (no SQL, no parameters)."""
+def driver_message(exc: BaseException) -> str:
+    """Return the driver's own message, first line only (no SQL, no parameters).
+
+    ``exc``: SQLAlchemy's wrapper (its ``orig`` is the driver's error) or the driver's error.
+    """
     original = getattr(exc, "orig", None) or exc
     return (str(original).strip().splitlines() or [type(original).__name__])[0]
 

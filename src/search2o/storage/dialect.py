@@ -14,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from search2o.errors import StorageError
+from search2o.storage.db import driver_message
 
 __all__ = ["fetch_one_binary", "insert", "is_postgres"]
 
@@ -62,7 +63,7 @@ def fetch_one_binary(session: Session, sql: str, params: Mapping[str, Any]) -> t
             cursor.execute(sql, params)
             row = cursor.fetchone()
     except psycopg.OperationalError as exc:
-        raise StorageError(f"database error: {str(exc).strip().splitlines()[0]}") from exc
+        raise StorageError(f"database error: {driver_message(exc)}") from exc
     if row is None:
         raise LookupError("the statement returned no row")
     return tuple(row)
