@@ -455,7 +455,9 @@ class MemorySettings(BaseModel):
     calibrated on the labelled set in ``tests/memory/labelled.py`` with the built-in embedding
     model: the highest threshold that still finds every relevant pair (another model needs its
     own calibration); ``lexical_weight`` 0 ranks by meaning
-    alone.
+    alone. ``cache_mb``: the bound of each process's cache of users' vectors and term hashes
+    (:mod:`search2o.memory.cache`, about 0.85 MB per user at 500 memories); 0 reads them from
+    the database on every search.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -474,6 +476,12 @@ class MemorySettings(BaseModel):
     )
     lexical_weight: float = Field(
         default=1.0, ge=0, le=1, description="weight of the BM25 share added to the cosine"
+    )
+    cache_mb: float = Field(
+        default=64.0,
+        ge=0,
+        le=65536,
+        description="per process: users' memory vectors kept for search (MB); 0 = off",
     )
 
     @field_validator("limits")

@@ -184,14 +184,31 @@ class Vault:
             if not create:
                 raise NotFoundError(f"user {user_id} has no data key")
             row = self._create_user_key(session, user_id)
-        blob = bytes(row.wrapped)
+        return self.user_sealer_of(user_id, WrappedKey(row.kek_id, row.kek_version, row.wrapped))
+
+    def user_sealer_of(self, user_id: int, wrapped: WrappedKey) -> Sealer:
+        """Return the sealer of ``user_id`` from their key row, read by the caller.
+
+        For a caller that reads the ``user_keys`` row together with other data in one statement
+        (:meth:`search2o.memory.store.MemoryStore.search`); :meth:`user_sealer` reads it itself.
+
+        Args:
+            user_id: the owner.
+            wrapped: the row's ``kek_id``, ``kek_version`` and ``wrapped`` blob.
+
+        Raises:
+            KeyUnavailableError: the KEK version that wraps it is retired or unreachable.
+            IntegrityCheckError: the wrapped key was altered.
+
+        """
+        blob = bytes(wrapped.blob)
         cache_key = f"user:{user_id}:{hashlib.sha256(blob).hexdigest()[:32]}"
         with self._lock:
             data_key = self._cache.get(cache_key)
             if data_key is not None:
                 self._cache.move_to_end(cache_key)
         if data_key is None:
-            data_key = self.provider.unwrap(WrappedKey(row.kek_id, row.kek_version, blob))
+            data_key = self.provider.unwrap(WrappedKey(wrapped.key_id, wrapped.version, blob))
             self._remember(cache_key, data_key)
         return Sealer(f"user:{user_id}", user_id, data_key)
 

@@ -11,12 +11,14 @@ labelled set in ``tests/memory/labelled.py`` still finds every relevant pair at 
 
 The user filter is part of every query: a search never reads another user's rows.
 
-* SQLite: the user's vectors (at most ``memory.limits`` rows, 500 by default: 750 KB at 384
-  dimensions) are read raw with ``WHERE user_id = :u`` and scored exactly with NumPy.
-* PostgreSQL: pgvector computes the cosine of every row of the user in SQL (``1 - (embedding
-  <=> :q)``) and only the similarities travel; a user's few hundred rows are found through
-  ``ix_memories_user_id`` and scored exactly; an HNSW index would only lose recall under such a
-  selective filter (pgvector README, "Filtering").
+* :func:`vectors` (both backends, what :mod:`search2o.memory.cache` keeps): the user's vectors
+  (at most ``memory.limits`` rows, 500 by default: 750 KB at 384 dimensions) are read raw with
+  ``WHERE user_id = :u`` and scored exactly with NumPy (:meth:`Vectors.pool`).
+* :func:`candidates` (the cache turned off, or a search in the caller's transaction): on
+  SQLite the same; on PostgreSQL pgvector computes the cosine of every row of the user in SQL
+  (``1 - (embedding <=> :q)``) and only the similarities travel. A user's few hundred rows are
+  found through ``ix_memories_user_id`` and scored exactly; an HNSW index would only lose
+  recall under such a selective filter (pgvector README, "Filtering").
 
 What is embedded is the memory's text, prefixed by its label's words when the label carries
 words (``preferred_airline: The user prefers to fly KLM``) but not when it is an identifier
@@ -51,11 +53,13 @@ from search2o.storage.memory_models import Memory
 
 __all__ = [
     "Pool",
+    "Vectors",
     "best",
     "candidates",
     "embedding_text",
     "hybrid_scores",
     "scope",
+    "vectors",
 ]
 
 
@@ -110,6 +114,109 @@ class Pool:
         self.terms = [*self.terms, *terms]
 
 
+@dataclass(frozen=True)
+class Vectors:
+    """The memories in one scope as stored: ids, raw vectors and term hashes (no text).
+
+    What :class:`search2o.memory.cache.VectorCache` keeps; :meth:`pool` scores them.
+
+    Attributes:
+        ids: memory ids in ascending order, shape ``(n,)``.
+        matrix: their unit-length vectors, float32, shape ``(n, d)`` (``(0, 0)`` when empty).
+        terms: their term-hash blobs, ``n`` of them.
+        stale: ids of memories embedded by another model or without term hashes.
+
+    """
+
+    ids: npt.NDArray[np.int64]
+    matrix: npt.NDArray[np.float32]
+    terms: list[bytes]
+    stale: list[int]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays and blobs (what a cache bound counts)."""
+        return int(self.ids.nbytes + self.matrix.nbytes + sum(len(t) for t in self.terms))
+
+    def pool(self, query: npt.NDArray[np.float32]) -> Pool:
+        """Return the pool of a search for ``query`` (shape ``(d,)``): cosines by NumPy."""
+        if not self.ids.size:
+            return Pool(np.empty(0, np.int64), np.empty(0, np.float32), [], list(self.stale))
+        cosine = (self.matrix @ query).astype(np.float32)
+        return Pool(self.ids, cosine, list(self.terms), list(self.stale))
+
+
+def vectors(
+    session: Session,
+    model_id: str,
+    user_id: int,
+    agent: str | None = None,
+    label: str | None = None,
+) -> Vectors:
+    """Read every memory in scope with its raw vector (one statement on either backend).
+
+    PostgreSQL sends the vectors in pgvector's binary form (``vector_send``: int16 dimension,
+    int16 unused, then big-endian float4s; pgvector ``src/vector.c``), concatenated in one
+    aggregated row; SQLite hands back each row's float32 BLOB.
+
+    Args:
+        model_id: vectors of other models are not read; their ids land in ``stale``.
+        user_id: whose memories (always part of the WHERE clause).
+        agent: only this agent's memories.
+        label: only memories with this label.
+
+    Raises:
+        StorageError: the database failed.
+
+    """
+    if dialect.is_postgres(session):
+        sql = _pg_vectors_statement(agent is not None, label is not None)
+        params = {"user_id": user_id, "agent": agent, "label": label, "model_id": model_id}
+        ids, blob, term_blob, lengths, stale = dialect.fetch_one_binary(session, sql, params)
+        if not ids:
+            return Vectors(_NO_IDS, _NO_MATRIX, [], list(stale or []))
+        data = bytes(blob)
+        dimensions = int.from_bytes(data[:2], "big")
+        rows = np.frombuffer(data, dtype=np.uint8).reshape(len(ids), 4 + 4 * dimensions)
+        matrix = rows[:, 4:].copy().view(">f4").astype(np.float32)
+        return Vectors(
+            np.asarray(ids, dtype=np.int64), matrix, _split(term_blob, lengths), list(stale or [])
+        )
+    statement = _statement(agent is not None, label is not None)
+    params = {"user_id": user_id, "agent": agent, "label": label, "model_id": model_id}
+    # Core, not ORM, execution of a statement built once: for a user's 500 rows this saves
+    # ~2 ms of ORM row handling and SQL expression building per search.
+    rows_read = session.connection().execute(statement, params).all()
+    found: list[tuple[int, bytes, Any]] = []
+    stale_ids: list[int] = []
+    for memory_id, current, term_hashes_blob, value in sorted(rows_read, key=lambda r: r[0]):
+        if current and term_hashes_blob is not None:
+            found.append((memory_id, term_hashes_blob, value))
+        else:
+            stale_ids.append(memory_id)
+    if not found:
+        return Vectors(_NO_IDS, _NO_MATRIX, [], stale_ids)
+    matrix = np.frombuffer(b"".join(f[2] for f in found), dtype=np.float32)
+    return Vectors(
+        np.asarray([f[0] for f in found], dtype=np.int64),
+        matrix.reshape(len(found), -1),
+        [f[1] for f in found],
+        stale_ids,
+    )
+
+
+_NO_IDS = np.empty(0, np.int64)
+_NO_MATRIX = np.empty((0, 0), np.float32)
+
+
+def _split(blob: Any, lengths: Any) -> list[bytes]:
+    """Cut PostgreSQL's concatenated term blobs back into one blob per memory."""
+    ends = np.cumsum(lengths).tolist()
+    data = bytes(blob or b"")
+    starts = [0, *ends[:-1]]
+    return [data[a:b] for a, b in zip(starts, ends, strict=True)]
+
+
 def candidates(
     session: Session,
     query: npt.NDArray[np.float32],
@@ -138,27 +245,7 @@ def candidates(
             "query": vector_literal(query),
         }
         return _aggregated(dialect.fetch_one_binary(session, sql, params))
-    statement = _statement(agent is not None, label is not None)
-    params = {"user_id": user_id, "agent": agent, "label": label, "model_id": model_id}
-    # Core, not ORM, execution of a statement built once: for a user's 500 rows this saves
-    # ~2 ms of ORM row handling and SQL expression building per search.
-    rows = session.connection().execute(statement, params).all()
-    ids: list[int] = []
-    terms: list[bytes] = []
-    values: list[Any] = []
-    stale: list[int] = []
-    for memory_id, current, blob, value in rows:
-        if current and blob is not None:
-            ids.append(memory_id)
-            terms.append(blob)
-            values.append(value)
-        else:
-            stale.append(memory_id)
-    if not ids:
-        return Pool(np.empty(0, np.int64), np.empty(0, np.float32), [], stale)
-    matrix = np.frombuffer(b"".join(values), dtype=np.float32).reshape(len(ids), -1)
-    cosine = (matrix @ query).astype(np.float32)
-    return Pool(np.asarray(ids, dtype=np.int64), cosine, terms, stale)
+    return vectors(session, model_id, user_id, agent, label).pool(query)
 
 
 def _aggregated(row: Any) -> Pool:
@@ -170,14 +257,10 @@ def _aggregated(row: Any) -> Pool:
     ids, cosine, blob, lengths, stale = row
     if not ids:
         return Pool(np.empty(0, np.int64), np.empty(0, np.float32), [], list(stale or []))
-    ends = np.cumsum(lengths).tolist()
-    data = bytes(blob or b"")
-    starts = [0, *ends[:-1]]
-    terms = [data[a:b] for a, b in zip(starts, ends, strict=True)]
     return Pool(
         np.asarray(ids, dtype=np.int64),
         np.asarray(cosine, dtype=np.float32),
-        terms,
+        _split(blob, lengths),
         list(stale or []),
     )
 
@@ -209,11 +292,6 @@ def _pg_statement(dimensions: int, by_agent: bool, by_label: bool) -> str:
     measured with pyinstrument), one row of five arrays a fraction of that, and a third of
     that fraction again when the row is not parsed from text.
     """
-    scope_sql = "user_id = %(user_id)s"
-    if by_agent:
-        scope_sql += " AND agent = %(agent)s"
-    if by_label:
-        scope_sql += " AND label = %(label)s"
     cosine = f"1 - (embedding::vector({dimensions}) <=> %(query)s::vector({dimensions}))"
     return (
         "SELECT array_agg(id ORDER BY id) FILTER (WHERE usable), "
@@ -221,10 +299,40 @@ def _pg_statement(dimensions: int, by_agent: bool, by_label: bool) -> str:
         "string_agg(terms, ''::bytea ORDER BY id) FILTER (WHERE usable), "
         "array_agg(length(terms) ORDER BY id) FILTER (WHERE usable), "
         "array_agg(id ORDER BY id) FILTER (WHERE NOT usable) "
-        "FROM (SELECT id, embedding, terms, "
-        "model_id = %(model_id)s AND terms IS NOT NULL AS usable "
-        f"FROM memories WHERE {scope_sql}) AS scoped"
+        f"FROM (SELECT id, embedding, terms, {_USABLE} AS usable "
+        f"FROM memories WHERE {_pg_scope(by_agent, by_label)}) AS scoped"
     )
+
+
+@functools.lru_cache(maxsize=8)
+def _pg_vectors_statement(by_agent: bool, by_label: bool) -> str:
+    """Build the PostgreSQL query of :func:`vectors`: one aggregated row, as :func:`_pg_statement`.
+
+    Columns: ids of current rows (ascending), their ``vector_send`` forms concatenated, their
+    term blobs concatenated and each blob's length; then the ids of stale rows.
+    """
+    return (
+        "SELECT array_agg(id ORDER BY id) FILTER (WHERE usable), "
+        "string_agg(vector_send(embedding), ''::bytea ORDER BY id) FILTER (WHERE usable), "
+        "string_agg(terms, ''::bytea ORDER BY id) FILTER (WHERE usable), "
+        "array_agg(length(terms) ORDER BY id) FILTER (WHERE usable), "
+        "array_agg(id ORDER BY id) FILTER (WHERE NOT usable) "
+        f"FROM (SELECT id, embedding, terms, {_USABLE} AS usable "
+        f"FROM memories WHERE {_pg_scope(by_agent, by_label)}) AS scoped"
+    )
+
+
+def _pg_scope(by_agent: bool, by_label: bool) -> str:
+    """Return the WHERE clause of one user's memories, optionally one agent's or label's."""
+    sql = "user_id = %(user_id)s"
+    if by_agent:
+        sql += " AND agent = %(agent)s"
+    if by_label:
+        sql += " AND label = %(label)s"
+    return sql
+
+
+_USABLE = "model_id = %(model_id)s AND terms IS NOT NULL"
 
 
 def vector_literal(vector: npt.NDArray[np.float32]) -> str:

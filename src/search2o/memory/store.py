@@ -7,7 +7,9 @@
   cosine similarity plus a weighted BM25 share over keyed term hashes and, for a question
   asking *when*, a bonus for memories that say when
   (:mod:`search2o.memory.ranking`, :mod:`search2o.memory.lexical`; the user filter is inside
-  the SQL) and returns those scoring at least ``memory.min_score``, best first. It records the
+  the SQL; each process keeps users' vectors in :mod:`search2o.memory.cache`, checked against
+  the database's memory counters on every search) and returns those scoring at least
+  ``memory.min_score``, best first. It records the
   time the returned memories were retrieved (in the run's changes, written with the run's
   state). The query text is used for the embedding and its term hashes only: it is never
   written to the database or a log, nor put in an error message.
@@ -52,8 +54,10 @@ from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
 from search2o.config import MemorySettings, Settings
+from search2o.crypto.keys import WrappedKey
 from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, IntegrityCheckError, NotFoundError
+from search2o.memory.cache import EVERY_USER_COUNTER, VectorCache, user_counter
 from search2o.memory.changes import MemoryChanges, check_agent, check_label, text_problem
 from search2o.memory.lexical import encode_hashes, term_hashes, terms
 from search2o.memory.model import MemoryHit, MemoryOutcome, MemoryRecord, Rejection
@@ -64,12 +68,13 @@ from search2o.memory.ranking import (
     embedding_text,
     hybrid_scores,
     scope,
+    vectors,
 )
 from search2o.providers.embeddings import Embedder
 from search2o.storage import dialect
-from search2o.storage.db import Database
-from search2o.storage.memory_models import Memory
-from search2o.storage.models import User, utcnow
+from search2o.storage.db import Database, bump_counter
+from search2o.storage.memory_models import Memory, UserKey
+from search2o.storage.models import Counter, User, utcnow
 from search2o.textrules import check_text
 
 __all__ = ["KIND", "MemoryStore"]
@@ -87,6 +92,21 @@ _HITS = select(
 ).where(Memory.user_id == bindparam("user_id"), Memory.id.in_(bindparam("ids", expanding=True)))
 """The hits of a search, by id (built once: SQL expression building costs ~0.1 ms a time)."""
 
+_STAMP = select(
+    UserKey.kek_id,
+    UserKey.kek_version,
+    UserKey.wrapped,
+    select(Counter.value)
+    .where(Counter.name == bindparam("counter"))
+    .scalar_subquery()
+    .label("own"),
+    select(Counter.value)
+    .where(Counter.name == EVERY_USER_COUNTER)
+    .scalar_subquery()
+    .label("every"),
+).where(UserKey.user_id == bindparam("user_id"))
+"""A cached search's first read: the user's key row and both memory counters, one statement."""
+
 _MAX_LIST = 1000
 
 Key = tuple[str, str]
@@ -102,7 +122,8 @@ class MemoryStore:
         settings: :class:`~search2o.config.MemorySettings` (or the whole
             :class:`~search2o.config.Settings`, whose ``memory`` is used).
 
-    Thread-safe: it keeps no per-user state between calls.
+    Thread-safe. Between calls it keeps only :attr:`cache` (users' vectors and term hashes,
+    checked against the database on every search: :mod:`search2o.memory.cache`).
     """
 
     def __init__(
@@ -116,6 +137,7 @@ class MemoryStore:
         self._vault = vault
         self.embedder = embedder
         self.settings = settings.memory if isinstance(settings, Settings) else settings
+        self.cache = VectorCache(int(self.settings.cache_mb * 2**20))
 
     # --- the unit of work -------------------------------------------------------------------
 
@@ -194,6 +216,7 @@ class MemoryStore:
         self.prepare(changes)
         user_id = principal.user_id
         plan = _lock_user(session, user_id)
+        bump_counter(session, user_counter(user_id))
         deleted = _delete_keys(session, user_id, deletes)
         stored, replaced = self._upsert(session, user_id, stores, changes)
         evicted = self._evict(session, user_id, plan, stores) if stored else ()
@@ -340,10 +363,18 @@ class MemoryStore:
         threshold = self.settings.min_score if min_score is None else float(min_score)
         vector = self.embedder.embed([text])[0]
         with self._session(session, autocommit=True) as s:
-            pool = candidates(s, vector, self.embedder.model_id, principal.user_id, agent, label)
-            if not pool.ids.size and not pool.stale:
-                return []
-            sealer = self._vault.user_sealer(s, principal.user_id)
+            if session is None and self.cache.enabled:
+                cached = self._cached_pool(s, principal.user_id, vector, agent, label)
+                if cached is None:
+                    return []
+                pool, sealer = cached
+            else:
+                pool = candidates(
+                    s, vector, self.embedder.model_id, principal.user_id, agent, label
+                )
+                if not pool.ids.size and not pool.stale:
+                    return []
+                sealer = self._vault.user_sealer(s, principal.user_id)
             key = sealer.derive(TERMS_PURPOSE)
             if pool.stale:
                 self._refresh(s, sealer, key, pool, vector, write=touch)
@@ -367,6 +398,41 @@ class MemoryStore:
             elif touch:
                 _touch(s, principal.user_id, found)
         return hits
+
+    def _cached_pool(
+        self,
+        session: Session,
+        user_id: int,
+        query: Vector,
+        agent: str | None,
+        label: str | None,
+    ) -> tuple[Pool, Sealer] | None:
+        """Return the search's pool from :attr:`cache` (filled on a miss) and the user's sealer.
+
+        One statement reads the stamp (:mod:`search2o.memory.cache`) and the key row; only a
+        miss reads the memories. ``None``: the user has no memories in scope (or no data key,
+        so none at all).
+        """
+        row = (
+            session.connection()
+            .execute(_STAMP, {"user_id": user_id, "counter": user_counter(user_id)})
+            .first()
+        )
+        if row is None:
+            return None
+        wrapped = WrappedKey(row.kek_id, row.kek_version, bytes(row.wrapped))
+        sealer = self._vault.user_sealer_of(user_id, wrapped)
+        model_id = self.embedder.model_id
+        scope_key = (user_id, agent, label, model_id)
+        stamp = (int(row.own or 0), int(row.every or 0), wrapped.blob)
+        stored = self.cache.get(scope_key, stamp)
+        if stored is None:
+            stored = vectors(session, model_id, user_id, agent, label)
+            if not stored.stale:
+                self.cache.put(scope_key, stamp, stored)
+        if not stored.ids.size and not stored.stale:
+            return None
+        return stored.pool(query), sealer
 
     def _refresh(
         self,
@@ -403,6 +469,10 @@ class MemoryStore:
                 .values(model_id=model_id, embedding=vector, terms=blob)
                 .execution_options(synchronize_session=False)
             )
+        # After the rows: in an autocommit session each statement commits on its own, and a
+        # reader must never see the new counter value with the old rows.
+        for user_id in sorted({row.user_id for row in rows}):
+            bump_counter(session, user_counter(user_id))
 
     def list(
         self,
@@ -480,6 +550,7 @@ class MemoryStore:
             result = s.execute(delete(Memory).where(*scope(principal.user_id, agent, label)))
             if not getattr(result, "rowcount", 0):
                 raise missing
+            bump_counter(s, user_counter(principal.user_id))
 
     def delete_agent(self, agent: str, *, session: Session | None = None) -> int:
         """Delete every memory ``agent`` stored, for every user (the agent was deleted).
@@ -494,7 +565,10 @@ class MemoryStore:
         check_agent(agent, "agent")
         with self._session(session) as s:
             result = s.execute(delete(Memory).where(Memory.agent == agent))
-            return int(getattr(result, "rowcount", 0) or 0)
+            count = int(getattr(result, "rowcount", 0) or 0)
+            if count:
+                bump_counter(s, EVERY_USER_COUNTER)
+            return count
 
     @contextmanager
     def _session(self, session: Session | None, *, autocommit: bool = False) -> Iterator[Session]:

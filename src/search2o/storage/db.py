@@ -21,7 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import create_engine, event, select, update
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -315,10 +316,17 @@ def read_counter(session: Session, name: str) -> int:
 
 
 def bump_counter(session: Session, name: str) -> None:
-    """Add one to counter ``name`` inside the caller's transaction."""
-    result = session.execute(
-        update(Counter).where(Counter.name == name).values(value=Counter.value + 1)
+    """Add one to counter ``name`` inside the caller's transaction (creating it at 1).
+
+    One ``INSERT ... ON CONFLICT (name) DO UPDATE SET value = value + 1`` (PostgreSQL and
+    SQLite 3.24+ "upsert"), so two transactions bumping a counter that does not exist yet both
+    succeed: the second waits for the first's row and adds one to it.
+    """
+    postgres = session.get_bind().dialect.name == "postgresql"
+    construct = postgresql.insert if postgres else sqlite.insert
+    statement = construct(Counter).values(name=name, value=1)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[Counter.name], set_={"value": Counter.value + 1}
+        )
     )
-    if getattr(result, "rowcount", 0) == 0:
-        session.add(Counter(name=name, value=1))
-        session.flush()
