@@ -6,6 +6,8 @@ one writes the other must see on its next search, on both backends.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -239,3 +241,39 @@ def test_an_empty_scope_is_cached_and_returns_nothing(
     assert memory.search(me, AIRLINE_QUESTION, agent="librarian") == []
     assert memory.search(me, AIRLINE_QUESTION, agent="librarian") == []
     assert reads == ["vectors"]
+
+
+def test_concurrent_writes_and_searches_leave_no_cache_stale(runtime: Runtime) -> None:
+    first, second = store_with(runtime), store_with(runtime)
+    truth = store_with(runtime, cache_mb=0)
+    me = add_user(runtime)
+    facts = {f"fact_{i}": f"The user's fact number {i} is about topic {i * 7}" for i in range(8)}
+    questions = [f"What is fact number {i} about?" for i in range(8)]
+    first.store(me, "notes", {label: facts[label] for label in ("fact_0", "fact_1", "fact_2")})
+    for store in (first, second):  # both caches filled before the writes
+        assert store.search(me, questions[0], min_score=-1.0)
+    start = threading.Barrier(12)
+
+    def write(i: int) -> None:
+        start.wait()
+        if i < 2:
+            second.delete(me, "notes", f"fact_{i}")
+        elif i == 2:
+            first.store(me, "notes", {"fact_2": "The user's fact number 2 changed to gardening"})
+        else:
+            (first if i % 2 else second).store(me, "notes", {f"fact_{i}": facts[f"fact_{i}"]})
+
+    def read(i: int) -> None:
+        start.wait()
+        (first if i % 2 else second).search(me, questions[i], min_score=-1.0)
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        futures = [pool.submit(write, i) for i in range(6)]
+        futures += [pool.submit(read, i) for i in range(6)]
+        assert [f.exception() for f in futures] == [None] * 12
+    for question in questions:
+        expected = truth.search(me, question, min_score=-1.0)
+        assert {h.label for h in expected} == {"fact_2", "fact_3", "fact_4", "fact_5"}
+        for store in (first, second):
+            found = store.search(me, question, min_score=-1.0)
+            assert [(h.label, h.text) for h in found] == [(h.label, h.text) for h in expected]

@@ -547,10 +547,12 @@ class MemoryStore:
         except InputError:
             raise missing from None
         with self._session(session) as s:
+            # The counter first, as in apply (user row, counter, memory rows): writers of one
+            # user take the same locks in the same order and cannot deadlock.
+            bump_counter(s, user_counter(principal.user_id))
             result = s.execute(delete(Memory).where(*scope(principal.user_id, agent, label)))
             if not getattr(result, "rowcount", 0):
                 raise missing
-            bump_counter(s, user_counter(principal.user_id))
 
     def delete_agent(self, agent: str, *, session: Session | None = None) -> int:
         """Delete every memory ``agent`` stored, for every user (the agent was deleted).
