@@ -15,6 +15,11 @@ only while the database shows the same stamp:
   never deleted, so the value only grows, even when a user id is reused;
 * the global counter ``memory``, bumped by :meth:`MemoryStore.delete_agent` (every user's
   memories of one agent);
+* the bump is each write's **last** statement. It locks the counter row until the transaction
+  ends; taken after every memory row the write locks, no writer waits for a memory row while
+  holding a counter, so two writers cannot deadlock on it (PostgreSQL). With the bump first, a
+  run's apply (which touches the rows it retrieved before anything else) and a deletion through
+  the API could each hold what the other waits for;
 * the user's wrapped data key: a new user (or a reused id) has a new random key.
 
 The stamp is read *before* the memories, in separate statements of an autocommit session: a

@@ -216,10 +216,10 @@ class MemoryStore:
         self.prepare(changes)
         user_id = principal.user_id
         plan = _lock_user(session, user_id)
-        bump_counter(session, user_counter(user_id))
         deleted = _delete_keys(session, user_id, deletes)
         stored, replaced = self._upsert(session, user_id, stores, changes)
         evicted = self._evict(session, user_id, plan, stores) if stored else ()
+        bump_counter(session, user_counter(user_id))  # last: see memory.cache
         return MemoryOutcome(
             stored=stored,
             replaced=replaced,
@@ -469,8 +469,8 @@ class MemoryStore:
                 .values(model_id=model_id, embedding=vector, terms=blob)
                 .execution_options(synchronize_session=False)
             )
-        # After the rows: in an autocommit session each statement commits on its own, and a
-        # reader must never see the new counter value with the old rows.
+        # Last (see memory.cache); in an autocommit session each statement also commits on its
+        # own, and a reader must never see the new counter value with the old rows.
         for user_id in sorted({row.user_id for row in rows}):
             bump_counter(session, user_counter(user_id))
 
@@ -547,12 +547,10 @@ class MemoryStore:
         except InputError:
             raise missing from None
         with self._session(session) as s:
-            # The counter first, as in apply (user row, counter, memory rows): writers of one
-            # user take the same locks in the same order and cannot deadlock.
-            bump_counter(s, user_counter(principal.user_id))
             result = s.execute(delete(Memory).where(*scope(principal.user_id, agent, label)))
             if not getattr(result, "rowcount", 0):
                 raise missing
+            bump_counter(s, user_counter(principal.user_id))  # last: see memory.cache
 
     def delete_agent(self, agent: str, *, session: Session | None = None) -> int:
         """Delete every memory ``agent`` stored, for every user (the agent was deleted).
