@@ -50,9 +50,9 @@ SMOKE: dict[str, tuple[list[str], str]] = {
             "--skip-mem0",
             "--skip-bm25",
             "--latency-memories",
-            "0",
+            "20",
         ],
-        "recall@10",
+        "one memory replaced",
     ),
     "agents.py": (["--runs", "3"], "per command"),
     "retrieval.py": (

@@ -38,7 +38,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     SQLAlchemy's statement events do not see.
     """
     seen: list[str] = []
-    for name in ("vectors", "candidates"):
+    for name in ("vectors", "candidates", "refreshed"):
         real = getattr(store_module, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
@@ -222,12 +222,12 @@ def test_the_cache_is_bounded_in_bytes_least_recently_used_first() -> None:
     cache.put(4, "v1", one)
     assert cache.get(2, "v1") is None and len(cache) == 3 and cache.nbytes == 3 * 64
     assert cache.get(1, "v1") is one and cache.get(3, "v1") is one
-    assert cache.get(3, "v2") is None  # another stamp: dropped, not returned
-    assert cache.get(3, "v1") is None and len(cache) == 2
+    assert cache.get(3, "v2") is None  # another stamp: not returned
+    assert cache.latest(3) is one  # but kept as the base of an incremental update
     cache.put(5, "v1", vectors_of(100))  # larger than the whole bound: not kept
-    assert cache.get(5, "v1") is None and cache.nbytes == 2 * 64
+    assert cache.get(5, "v1") is None and cache.nbytes == 3 * 64
     cache.put(1, "v2", vectors_of(1))  # replacing an entry counts its new size
-    assert cache.nbytes == 64 + 32
+    assert cache.nbytes == 2 * 64 + 32 and cache.get(1, "v1") is None
     cache.clear()
     assert len(cache) == 0 and cache.nbytes == 0
     assert not VectorCache(0).enabled
@@ -277,3 +277,29 @@ def test_concurrent_writes_and_searches_leave_no_cache_stale(runtime: Runtime) -
         for store in (first, second):
             found = store.search(me, question, min_score=-1.0)
             assert [(h.label, h.text) for h in found] == [(h.label, h.text) for h in expected]
+
+
+def test_after_a_write_postgresql_reads_only_the_rows_written_since(
+    runtime: Runtime, reads: list[str]
+) -> None:
+    memory, truth = store_with(runtime), store_with(runtime, cache_mb=0)
+    me = add_user(runtime)
+    facts = {f"fact_{i}": f"The user's fact number {i} is about topic {i * 7}" for i in range(10)}
+    memory.store(me, "notes", facts)
+    question = "What is fact number 3 about?"
+    # touch=False: recording a retrieval rewrites the hits' rows, and so their versions too
+    assert memory.search(me, question, min_score=-1.0, touch=False)
+    memory.store(me, "notes", {"fact_3": "The user's fact number 3 is now about sailing"})
+    memory.delete(me, "notes", "fact_5")
+    reads.clear()
+    found = memory.search(me, question, min_score=-1.0, touch=False)
+    assert reads[0] == "refreshed"
+    if runtime.database.backend == "postgresql":
+        assert reads == ["refreshed"]  # two short statements, not the whole scope
+    else:
+        assert reads == ["refreshed", "vectors"]  # SQLite reads the scope again
+    expected = truth.search(me, question, min_score=-1.0)
+    assert [(h.label, h.text) for h in found] == [(h.label, h.text) for h in expected]
+    assert [h.score for h in found] == pytest.approx([h.score for h in expected], abs=1e-5)
+    assert found[0].text == "The user's fact number 3 is now about sailing"
+    assert "fact_5" not in {h.label for h in found}

@@ -22,6 +22,9 @@ only while the database shows the same stamp:
   the API could each hold what the other waits for;
 * the user's wrapped data key: a new user (or a reused id) has a new random key.
 
+On PostgreSQL an outdated entry is brought up to date by reading only the rows written since
+(:mod:`search2o.memory.increments`); SQLite reads the scope again (1.3 ms at 500 memories).
+
 The stamp is read *before* the memories, in separate statements of an autocommit session: a
 write committed in between makes the entry older than its content, never newer, so the next
 search reads again. Searches inside a caller's transaction (which could see its own uncommitted
@@ -81,16 +84,23 @@ class VectorCache:
         return len(self._entries)
 
     def get(self, scope: Hashable, stamp: Hashable) -> Vectors | None:
-        """Return the entry of ``scope`` if it was put with ``stamp``; drop it if not."""
+        """Return the entry of ``scope`` if it was put with ``stamp``, else ``None``."""
         with self._lock:
             found = self._entries.get(scope)
-            if found is None:
-                return None
-            if found[0] != stamp:
-                self._drop(scope)
+            if found is None or found[0] != stamp:
                 return None
             self._entries.move_to_end(scope)
             return found[1]
+
+    def latest(self, scope: Hashable) -> Vectors | None:
+        """Return the entry of ``scope`` whatever its stamp: the base of an incremental update.
+
+        Only :func:`search2o.memory.increments.refreshed` may use an outdated entry, and only
+        to learn which rows it already holds.
+        """
+        with self._lock:
+            found = self._entries.get(scope)
+            return None if found is None else found[1]
 
     def put(self, scope: Hashable, stamp: Hashable, vectors: Vectors) -> None:
         """Keep ``vectors`` for ``scope`` under ``stamp``, evicting the least recently used.

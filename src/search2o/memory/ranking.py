@@ -45,7 +45,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from search2o.errors import InputError
+from search2o.errors import InputError, StorageError
 from search2o.memory.lexical import bm25_shares, holds_any, term_hashes, terms
 from search2o.memory.temporal import BOOST, asks_when, time_terms
 from search2o.storage import dialect
@@ -125,6 +125,9 @@ class Vectors:
         matrix: their unit-length vectors, float32, shape ``(n, d)`` (``(0, 0)`` when empty).
         terms: their term-hash blobs, ``n`` of them.
         stale: ids of memories embedded by another model or without term hashes.
+        versions: PostgreSQL only: each row's version (its ``xmin``, the transaction that
+            wrote it), aligned with ``ids``, so that an update reads only the rows written
+            since (:func:`search2o.memory.increments.refreshed`); ``None`` on SQLite.
 
     """
 
@@ -132,6 +135,7 @@ class Vectors:
     matrix: npt.NDArray[np.float32]
     terms: list[bytes]
     stale: list[int]
+    versions: npt.NDArray[np.int64] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -156,8 +160,8 @@ def vectors(
     """Read every memory in scope with its raw vector (one statement on either backend).
 
     PostgreSQL sends the vectors in pgvector's binary form (``vector_send``: int16 dimension,
-    int16 unused, then big-endian float4s; pgvector ``src/vector.c``), concatenated in one
-    aggregated row; SQLite hands back each row's float32 BLOB.
+    int16 unused, then big-endian float4s; pgvector ``src/vector.c``), each after its id,
+    concatenated in one aggregated row; SQLite hands back each row's float32 BLOB.
 
     Args:
         model_id: vectors of other models are not read; their ids land in ``stale``.
@@ -172,15 +176,17 @@ def vectors(
     if dialect.is_postgres(session):
         sql = _pg_vectors_statement(agent is not None, label is not None)
         params = {"user_id": user_id, "agent": agent, "label": label, "model_id": model_id}
-        ids, blob, term_blob, lengths, stale = dialect.fetch_one_binary(session, sql, params)
+        row = dialect.fetch_one_binary(session, sql, params)
+        ids, blob, term_blob, lengths, stale, versions = row
         if not ids:
-            return Vectors(_NO_IDS, _NO_MATRIX, [], list(stale or []))
-        data = bytes(blob)
-        dimensions = int.from_bytes(data[:2], "big")
-        rows = np.frombuffer(data, dtype=np.uint8).reshape(len(ids), 4 + 4 * dimensions)
-        matrix = rows[:, 4:].copy().view(">f4").astype(np.float32)
+            return Vectors(_NO_IDS, _NO_MATRIX, [], list(stale or []), _NO_IDS)
+        order = np.asarray(ids, dtype=np.int64)
         return Vectors(
-            np.asarray(ids, dtype=np.int64), matrix, _split(term_blob, lengths), list(stale or [])
+            order,
+            pg_matrix(bytes(blob), order),
+            split_blobs(term_blob, lengths),
+            list(stale or []),
+            np.asarray(versions, dtype=np.int64),
         )
     statement = _statement(agent is not None, label is not None)
     params = {"user_id": user_id, "agent": agent, "label": label, "model_id": model_id}
@@ -209,7 +215,27 @@ _NO_IDS = np.empty(0, np.int64)
 _NO_MATRIX = np.empty((0, 0), np.float32)
 
 
-def _split(blob: Any, lengths: Any) -> list[bytes]:
+def pg_matrix(data: bytes, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """Return the vectors of :func:`_pg_vectors_statement`'s records in the order of ``ids``.
+
+    Each record is ``int4send(id) || vector_send(embedding)``: a big-endian int32 id, then
+    pgvector's binary form (int16 dimension, int16 unused, big-endian float4s). The records
+    come unordered (see the statement) and are put in ``ids`` order here.
+
+    Raises:
+        StorageError: the records' ids are not ``ids`` (the statement's columns disagree).
+
+    """
+    dimensions = int.from_bytes(data[4:6], "big")
+    rows = np.frombuffer(data, dtype=np.uint8).reshape(-1, 8 + 4 * dimensions)
+    found = rows[:, :4].copy().view(">i4").ravel().astype(np.int64)
+    order = np.argsort(found, kind="stable")
+    if found.size != ids.size or not np.array_equal(found[order], ids):
+        raise StorageError("memory vectors and ids disagree")
+    return rows[order, 8:].copy().view(">f4").astype(np.float32)
+
+
+def split_blobs(blob: Any, lengths: Any) -> list[bytes]:
     """Cut PostgreSQL's concatenated term blobs back into one blob per memory."""
     ends = np.cumsum(lengths).tolist()
     data = bytes(blob or b"")
@@ -260,7 +286,7 @@ def _aggregated(row: Any) -> Pool:
     return Pool(
         np.asarray(ids, dtype=np.int64),
         np.asarray(cosine, dtype=np.float32),
-        _split(blob, lengths),
+        split_blobs(blob, lengths),
         list(stale or []),
     )
 
@@ -299,8 +325,8 @@ def _pg_statement(dimensions: int, by_agent: bool, by_label: bool) -> str:
         "string_agg(terms, ''::bytea ORDER BY id) FILTER (WHERE usable), "
         "array_agg(length(terms) ORDER BY id) FILTER (WHERE usable), "
         "array_agg(id ORDER BY id) FILTER (WHERE NOT usable) "
-        f"FROM (SELECT id, embedding, terms, {_USABLE} AS usable "
-        f"FROM memories WHERE {_pg_scope(by_agent, by_label)}) AS scoped"
+        f"FROM (SELECT id, embedding, terms, {PG_USABLE} AS usable "
+        f"FROM memories WHERE {pg_scope(by_agent, by_label)}) AS scoped"
     )
 
 
@@ -308,21 +334,32 @@ def _pg_statement(dimensions: int, by_agent: bool, by_label: bool) -> str:
 def _pg_vectors_statement(by_agent: bool, by_label: bool) -> str:
     """Build the PostgreSQL query of :func:`vectors`: one aggregated row, as :func:`_pg_statement`.
 
-    Columns: ids of current rows (ascending), their ``vector_send`` forms concatenated, their
-    term blobs concatenated and each blob's length; then the ids of stale rows.
+    Columns: ids of current rows (ascending), their vectors as ``int4send(id) ||
+    vector_send(embedding)`` records concatenated in no particular order (:func:`pg_matrix`
+    sorts them: ``ORDER BY`` inside this aggregate sorted 770 KB of bytea at 500 memories and
+    doubled the statement's time, 1.9 -> 4.0 ms), their term blobs concatenated and each
+    blob's length; the ids of stale rows; the current rows' versions (``xmin``).
     """
     return (
         "SELECT array_agg(id ORDER BY id) FILTER (WHERE usable), "
-        "string_agg(vector_send(embedding), ''::bytea ORDER BY id) FILTER (WHERE usable), "
+        f"{PG_RECORDS} FILTER (WHERE usable), "
         "string_agg(terms, ''::bytea ORDER BY id) FILTER (WHERE usable), "
         "array_agg(length(terms) ORDER BY id) FILTER (WHERE usable), "
-        "array_agg(id ORDER BY id) FILTER (WHERE NOT usable) "
-        f"FROM (SELECT id, embedding, terms, {_USABLE} AS usable "
-        f"FROM memories WHERE {_pg_scope(by_agent, by_label)}) AS scoped"
+        "array_agg(id ORDER BY id) FILTER (WHERE NOT usable), "
+        f"array_agg({PG_VERSION} ORDER BY id) FILTER (WHERE usable) "
+        f"FROM (SELECT id, xmin, embedding, terms, {PG_USABLE} AS usable "
+        f"FROM memories WHERE {pg_scope(by_agent, by_label)}) AS scoped"
     )
 
 
-def _pg_scope(by_agent: bool, by_label: bool) -> str:
+PG_RECORDS = "string_agg(int4send(id) || vector_send(embedding), ''::bytea)"
+"""The vectors of :func:`pg_matrix`, aggregated without ``ORDER BY`` (see above)."""
+
+PG_VERSION = "xmin::text::bigint"
+"""A row's version: the id of the transaction that wrote it (PostgreSQL's ``xmin``)."""
+
+
+def pg_scope(by_agent: bool, by_label: bool) -> str:
     """Return the WHERE clause of one user's memories, optionally one agent's or label's."""
     sql = "user_id = %(user_id)s"
     if by_agent:
@@ -332,7 +369,7 @@ def _pg_scope(by_agent: bool, by_label: bool) -> str:
     return sql
 
 
-_USABLE = "model_id = %(model_id)s AND terms IS NOT NULL"
+PG_USABLE = "model_id = %(model_id)s AND terms IS NOT NULL"
 
 
 def vector_literal(vector: npt.NDArray[np.float32]) -> str:

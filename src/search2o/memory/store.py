@@ -59,6 +59,7 @@ from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, IntegrityCheckError, NotFoundError
 from search2o.memory.cache import EVERY_USER_COUNTER, VectorCache, user_counter
 from search2o.memory.changes import MemoryChanges, check_agent, check_label, text_problem
+from search2o.memory.increments import refreshed
 from search2o.memory.lexical import encode_hashes, term_hashes, terms
 from search2o.memory.model import MemoryHit, MemoryOutcome, MemoryRecord, Rejection
 from search2o.memory.ranking import (
@@ -427,7 +428,11 @@ class MemoryStore:
         stamp = (int(row.own or 0), int(row.every or 0), wrapped.blob)
         stored = self.cache.get(scope_key, stamp)
         if stored is None:
-            stored = vectors(session, model_id, user_id, agent, label)
+            previous = self.cache.latest(scope_key)
+            if previous is not None:
+                stored = refreshed(session, previous, model_id, user_id, agent, label)
+            if stored is None:
+                stored = vectors(session, model_id, user_id, agent, label)
             if not stored.stale:
                 self.cache.put(scope_key, stamp, stored)
         if not stored.ids.size and not stored.stale:
