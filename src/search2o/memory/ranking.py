@@ -140,7 +140,10 @@ class Vectors:
     @property
     def nbytes(self) -> int:
         """Bytes held by the arrays and blobs (what a cache bound counts)."""
-        return int(self.ids.nbytes + self.matrix.nbytes + sum(len(t) for t in self.terms))
+        versions = 0 if self.versions is None else self.versions.nbytes
+        return int(
+            self.ids.nbytes + self.matrix.nbytes + versions + sum(len(t) for t in self.terms)
+        )
 
     def pool(self, query: npt.NDArray[np.float32]) -> Pool:
         """Return the pool of a search for ``query`` (shape ``(d,)``): cosines by NumPy."""
