@@ -481,6 +481,7 @@ class MemorySettings(BaseModel):
         default=64.0,
         ge=0,
         le=65536,
+        allow_inf_nan=False,
         description="per process: users' memory vectors kept for search (MB); 0 = off",
     )
 

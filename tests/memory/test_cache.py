@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
 import search2o.memory.store as store_module
 from search2o.config import MemorySettings
@@ -22,7 +22,8 @@ from search2o.memory.cache import VectorCache, user_counter
 from search2o.memory.ranking import Vectors
 from search2o.runtime import Runtime
 from search2o.storage.db import bump_counter, read_counter
-from search2o.storage.models import User
+from search2o.storage.memory_models import Memory
+from search2o.storage.models import Counter, User
 from tests.memory.conftest import AIRLINE, BOOKS, COFFEE, DOG, add_user, labels, store_with
 
 pytestmark = pytest.mark.slow
@@ -196,7 +197,7 @@ def test_cache_off_reads_every_time_and_finds_the_same(runtime: Runtime, reads: 
     assert reads == ["candidates", "vectors", "candidates"]  # the cached store read once
 
 
-@pytest.mark.parametrize("value", [-1, 65537, "lots"])
+@pytest.mark.parametrize("value", [-1, 65537, "lots", "nan", float("inf")])
 def test_a_bad_cache_bound_names_the_field(value: object) -> None:
     with pytest.raises(ValidationError, match="cache_mb"):
         MemorySettings(cache_mb=value)
@@ -303,3 +304,35 @@ def test_after_a_write_postgresql_reads_only_the_rows_written_since(
     assert [h.score for h in found] == pytest.approx([h.score for h in expected], abs=1e-5)
     assert found[0].text == "The user's fact number 3 is now about sailing"
     assert "fact_5" not in {h.label for h in found}
+
+
+def test_a_counter_value_that_comes_back_after_a_restore_is_a_new_stamp(
+    runtime: Runtime,
+) -> None:
+    if runtime.database.backend != "postgresql":
+        pytest.skip("SQLite is restored by replacing its file: restart the servers (docs)")
+    reader, writer = store_with(runtime), store_with(runtime)
+    me = add_user(runtime)
+    writer.store(me, "travel", {"preferred_airline": AIRLINE})
+    counter = user_counter(me.user_id)
+    with runtime.database.session() as session:
+        backup = read_counter(session, counter)
+    writer.store(me, "pets", {"pet": DOG})
+    writer.store(me, "barista", {"coffee_order": COFFEE})
+    assert labels(reader.search(me, "what is the name of their dog?")) == [("pets", "pet")]
+    # what a restore of the backup does: the rows and the counter as they were
+    with runtime.database.session() as session:
+        session.execute(delete(Memory).where(Memory.agent.in_(["pets", "barista"])))
+        session.execute(update(Counter).where(Counter.name == counter).values(value=backup))
+    writer.store(me, "librarian", {"favourite_author": BOOKS})
+    writer.store(me, "pets", {"pet": "The user has a cat called Tom"})
+    with runtime.database.session() as session:
+        assert read_counter(session, counter) == backup + 2  # the value the reader cached
+    found = reader.search(me, "what pet do they have?", min_score=-1.0)
+    assert ("pets", "pet", "The user has a cat called Tom") in [
+        (h.agent, h.label, h.text) for h in found
+    ]
+    assert [h.agent for h in found if h.agent == "barista"] == []  # gone in the restore
+    assert labels(reader.search(me, "who is their favourite author?")) == [
+        ("librarian", "favourite_author")
+    ]

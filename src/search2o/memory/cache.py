@@ -20,7 +20,10 @@ only while the database shows the same stamp:
   holding a counter, so two writers cannot deadlock on it (PostgreSQL). With the bump first, a
   run's apply (which touches the rows it retrieved before anything else) and a deletion through
   the API could each hold what the other waits for;
-* the user's wrapped data key: a new user (or a reused id) has a new random key.
+* the user's wrapped data key: a new user (or a reused id) has a new random key;
+* on PostgreSQL each counter's ``xmin`` (the transaction that last bumped it): a backup
+  restored under running servers sets a counter back, and later writes reach the cached value
+  again, but not the cached transaction.
 
 On PostgreSQL an outdated entry is brought up to date by reading only the rows written since
 (:mod:`search2o.memory.increments`); SQLite reads the scope again (1.3 ms at 500 memories).

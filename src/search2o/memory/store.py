@@ -32,6 +32,7 @@ that have no term hashes, stored before revision 0007) are re-embedded when a se
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -50,7 +51,9 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import TextClause
 
 from search2o.accounts import Principal
 from search2o.config import MemorySettings, Settings
@@ -74,8 +77,8 @@ from search2o.memory.ranking import (
 from search2o.providers.embeddings import Embedder
 from search2o.storage import dialect
 from search2o.storage.db import Database, bump_counter
-from search2o.storage.memory_models import Memory, UserKey
-from search2o.storage.models import Counter, User, utcnow
+from search2o.storage.memory_models import Memory
+from search2o.storage.models import User, utcnow
 from search2o.textrules import check_text
 
 __all__ = ["KIND", "MemoryStore"]
@@ -93,20 +96,25 @@ _HITS = select(
 ).where(Memory.user_id == bindparam("user_id"), Memory.id.in_(bindparam("ids", expanding=True)))
 """The hits of a search, by id (built once: SQL expression building costs ~0.1 ms a time)."""
 
-_STAMP = select(
-    UserKey.kek_id,
-    UserKey.kek_version,
-    UserKey.wrapped,
-    select(Counter.value)
-    .where(Counter.name == bindparam("counter"))
-    .scalar_subquery()
-    .label("own"),
-    select(Counter.value)
-    .where(Counter.name == EVERY_USER_COUNTER)
-    .scalar_subquery()
-    .label("every"),
-).where(UserKey.user_id == bindparam("user_id"))
-"""A cached search's first read: the user's key row and both memory counters, one statement."""
+_STAMP = (
+    "SELECT kek_id, kek_version, wrapped, "
+    "(SELECT {value} FROM counters WHERE name = :counter) AS own, "
+    f"(SELECT {{value}} FROM counters WHERE name = '{EVERY_USER_COUNTER}') AS every "
+    "FROM user_keys WHERE user_id = :user_id"
+)
+"""A cached search's first read: the user's key row and both memory counters, one statement.
+
+On PostgreSQL a counter reads as ``value/xmin``: the transaction that last bumped it, so a
+value that comes back (a backup restored under running servers) is still a new stamp.
+"""
+
+
+@functools.lru_cache(maxsize=2)
+def _stamp_statement(postgres: bool) -> TextClause:
+    """Return :data:`_STAMP` for the backend."""
+    value = "value::text || '/' || xmin::text" if postgres else "value"
+    return sql_text(_STAMP.format(value=value))
+
 
 _MAX_LIST = 1000
 
@@ -414,18 +422,16 @@ class MemoryStore:
         miss reads the memories. ``None``: the user has no memories in scope (or no data key,
         so none at all).
         """
-        row = (
-            session.connection()
-            .execute(_STAMP, {"user_id": user_id, "counter": user_counter(user_id)})
-            .first()
-        )
+        statement = _stamp_statement(dialect.is_postgres(session))
+        params = {"user_id": user_id, "counter": user_counter(user_id)}
+        row = session.connection().execute(statement, params).first()
         if row is None:
             return None
         wrapped = WrappedKey(row.kek_id, row.kek_version, bytes(row.wrapped))
         sealer = self._vault.user_sealer_of(user_id, wrapped)
         model_id = self.embedder.model_id
         scope_key = (user_id, agent, label, model_id)
-        stamp = (int(row.own or 0), int(row.every or 0), wrapped.blob)
+        stamp = (row.own, row.every, wrapped.blob)
         stored = self.cache.get(scope_key, stamp)
         if stored is None:
             previous = self.cache.latest(scope_key)
