@@ -579,6 +579,11 @@ def test_each_request_is_one_structured_log_line(local_api: httpx.Client) -> Non
         health = local_api.get("/v1/health", headers={"x-request-id": "req-1"})
         refused = local_api.post("/v1/search", json={"query": ""})
         missing = local_api.get("/v1/nowhere")
+        # The server thread logs a request after its response has gone out: on a busy machine
+        # the client can read the last response before that line is written.
+        deadline = time.monotonic() + 10
+        while len(capture.lines) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
     finally:
         logger.removeHandler(capture)
     assert [r.status_code for r in (health, refused, missing)] == [200, 422, 404]
