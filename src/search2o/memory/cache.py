@@ -15,15 +15,16 @@ only while the database shows the same stamp:
   never deleted, so the value only grows, even when a user id is reused;
 * the global counter ``memory``, bumped by :meth:`MemoryStore.delete_agent` (every user's
   memories of one agent);
-* the bump is each write's **last** statement. It locks the counter row until the transaction
-  ends; taken after every memory row the write locks, no writer waits for a memory row while
-  holding a counter, so two writers cannot deadlock on it (PostgreSQL). With the bump first, a
-  run's apply (which touches the rows it retrieved before anything else) and a deletion through
-  the API could each hold what the other waits for;
 * the user's wrapped data key: a new user (or a reused id) has a new random key;
 * on PostgreSQL each counter's ``xmin`` (the transaction that last bumped it): a backup
   restored under running servers sets a counter back, and later writes reach the cached value
   again, but not the cached transaction.
+
+The bump is each write's **last** statement. It locks the counter row until the transaction
+ends; taken after every memory row the write locks, no writer waits for a memory row while
+holding a counter, so two writers cannot deadlock on it (PostgreSQL). With the bump first, a
+run's apply (which touches the rows it retrieved before anything else) and a deletion through
+the API could each hold what the other waits for.
 
 On PostgreSQL an outdated entry is brought up to date by reading only the rows written since
 (:mod:`search2o.memory.increments`); SQLite reads the scope again (1.3 ms at 500 memories).
