@@ -25,10 +25,14 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from search2o.memory.ranking import (
+    PG_IDS,
+    PG_LENGTHS,
     PG_RECORDS,
-    PG_USABLE,
-    PG_VERSION,
+    PG_STALE,
+    PG_TERMS,
+    PG_VERSIONS,
     Vectors,
+    pg_aggregate,
     pg_matrix,
     pg_scope,
     split_blobs,
@@ -87,8 +91,7 @@ def refreshed(
     if wanted.size > MOST_CHANGED * max(ids.size, 1):
         return None
     if not ids.size:
-        empty = np.empty(0, np.int64)
-        return Vectors(empty, np.empty((0, 0), np.float32), [], list(stale or []), empty)
+        return Vectors.none(list(stale or []), ids)
     matrix = np.empty((ids.size, previous.matrix.shape[1]), np.float32)
     terms: list[bytes] = [b""] * ids.size
     kept = np.nonzero(~changed)[0]
@@ -122,24 +125,11 @@ def refreshed(
 @functools.lru_cache(maxsize=8)
 def _versions_statement(by_agent: bool, by_label: bool) -> str:
     """Ids and versions of the scope's current rows (ascending ids), then its stale ids."""
-    return (
-        "SELECT array_agg(id ORDER BY id) FILTER (WHERE usable), "
-        f"array_agg({PG_VERSION} ORDER BY id) FILTER (WHERE usable), "
-        "array_agg(id ORDER BY id) FILTER (WHERE NOT usable) "
-        f"FROM (SELECT id, xmin, {PG_USABLE} AS usable "
-        f"FROM memories WHERE {pg_scope(by_agent, by_label)}) AS scoped"
-    )
+    return pg_aggregate([PG_IDS, PG_VERSIONS, PG_STALE], pg_scope(by_agent, by_label))
 
 
 @functools.lru_cache(maxsize=1)
 def _rows_statement() -> str:
     """Ids, vector records, term blobs, their lengths and versions of some current rows."""
-    return (
-        "SELECT array_agg(id ORDER BY id), "
-        f"{PG_RECORDS}, "
-        "string_agg(terms, ''::bytea ORDER BY id), "
-        "array_agg(length(terms) ORDER BY id), "
-        f"array_agg({PG_VERSION} ORDER BY id) "
-        "FROM memories WHERE user_id = %(user_id)s AND id = ANY(%(ids)s) "
-        f"AND {PG_USABLE}"
-    )
+    columns = [PG_IDS, PG_RECORDS, PG_TERMS, PG_LENGTHS, PG_VERSIONS]
+    return pg_aggregate(columns, "user_id = %(user_id)s AND id = ANY(%(ids)s)")

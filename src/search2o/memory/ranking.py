@@ -145,6 +145,11 @@ class Vectors:
             self.ids.nbytes + self.matrix.nbytes + versions + sum(len(t) for t in self.terms)
         )
 
+    @classmethod
+    def none(cls, stale: list[int], versions: npt.NDArray[np.int64] | None = None) -> Vectors:
+        """Return a scope without current memories (``stale`` may hold some of other models)."""
+        return cls(_NO_IDS, _NO_MATRIX, [], stale, versions)
+
     def pool(self, query: npt.NDArray[np.float32]) -> Pool:
         """Return the pool of a search for ``query`` (shape ``(d,)``): cosines by NumPy."""
         if not self.ids.size:
@@ -182,7 +187,7 @@ def vectors(
         row = dialect.fetch_one_binary(session, sql, params)
         ids, blob, term_blob, lengths, stale, versions = row
         if not ids:
-            return Vectors(_NO_IDS, _NO_MATRIX, [], list(stale or []), _NO_IDS)
+            return Vectors.none(list(stale or []), _NO_IDS)
         order = np.asarray(ids, dtype=np.int64)
         return Vectors(
             order,
@@ -204,7 +209,7 @@ def vectors(
         else:
             stale_ids.append(memory_id)
     if not found:
-        return Vectors(_NO_IDS, _NO_MATRIX, [], stale_ids)
+        return Vectors.none(stale_ids)
     matrix = np.frombuffer(b"".join(f[2] for f in found), dtype=np.float32)
     return Vectors(
         np.asarray([f[0] for f in found], dtype=np.int64),
@@ -322,15 +327,8 @@ def _pg_statement(dimensions: int, by_agent: bool, by_label: bool) -> str:
     that fraction again when the row is not parsed from text.
     """
     cosine = f"1 - (embedding::vector({dimensions}) <=> %(query)s::vector({dimensions}))"
-    return (
-        "SELECT array_agg(id ORDER BY id) FILTER (WHERE usable), "
-        f"array_agg(({cosine})::float4 ORDER BY id) FILTER (WHERE usable), "
-        "string_agg(terms, ''::bytea ORDER BY id) FILTER (WHERE usable), "
-        "array_agg(length(terms) ORDER BY id) FILTER (WHERE usable), "
-        "array_agg(id ORDER BY id) FILTER (WHERE NOT usable) "
-        f"FROM (SELECT id, embedding, terms, {PG_USABLE} AS usable "
-        f"FROM memories WHERE {pg_scope(by_agent, by_label)}) AS scoped"
-    )
+    columns = [PG_IDS, f"array_agg(({cosine})::float4 ORDER BY id) FILTER (WHERE usable)"]
+    return pg_aggregate([*columns, PG_TERMS, PG_LENGTHS, PG_STALE], pg_scope(by_agent, by_label))
 
 
 @functools.lru_cache(maxsize=8)
@@ -343,23 +341,41 @@ def _pg_vectors_statement(by_agent: bool, by_label: bool) -> str:
     doubled the statement's time, 1.9 -> 4.0 ms), their term blobs concatenated and each
     blob's length; the ids of stale rows; the current rows' versions (``xmin``).
     """
+    columns = [PG_IDS, PG_RECORDS, PG_TERMS, PG_LENGTHS, PG_STALE, PG_VERSIONS]
+    return pg_aggregate(columns, pg_scope(by_agent, by_label))
+
+
+def pg_aggregate(columns: list[str], where: str) -> str:
+    """Return ``SELECT <columns>`` over the memories matching ``where`` (psycopg placeholders).
+
+    The rows carry ``usable`` (:data:`PG_USABLE`: made by the current model, with term
+    hashes), which the ``PG_*`` columns filter on; the statements of :func:`candidates`,
+    :func:`vectors` and :mod:`search2o.memory.increments` are all built here.
+    """
     return (
-        "SELECT array_agg(id ORDER BY id) FILTER (WHERE usable), "
-        f"{PG_RECORDS} FILTER (WHERE usable), "
-        "string_agg(terms, ''::bytea ORDER BY id) FILTER (WHERE usable), "
-        "array_agg(length(terms) ORDER BY id) FILTER (WHERE usable), "
-        "array_agg(id ORDER BY id) FILTER (WHERE NOT usable), "
-        f"array_agg({PG_VERSION} ORDER BY id) FILTER (WHERE usable) "
+        f"SELECT {', '.join(columns)} "
         f"FROM (SELECT id, xmin, embedding, terms, {PG_USABLE} AS usable "
-        f"FROM memories WHERE {pg_scope(by_agent, by_label)}) AS scoped"
+        f"FROM memories WHERE {where}) AS scoped"
     )
 
 
-PG_RECORDS = "string_agg(int4send(id) || vector_send(embedding), ''::bytea)"
-"""The vectors of :func:`pg_matrix`, aggregated without ``ORDER BY`` (see above)."""
+PG_IDS = "array_agg(id ORDER BY id) FILTER (WHERE usable)"
+"""The current rows' ids, ascending; the other ``PG_*`` columns follow this order."""
 
-PG_VERSION = "xmin::text::bigint"
-"""A row's version: the id of the transaction that wrote it (PostgreSQL's ``xmin``)."""
+PG_TERMS = "string_agg(terms, ''::bytea ORDER BY id) FILTER (WHERE usable)"
+"""The current rows' term blobs concatenated (cut again by :func:`split_blobs`)."""
+
+PG_LENGTHS = "array_agg(length(terms) ORDER BY id) FILTER (WHERE usable)"
+"""Each current row's term blob length."""
+
+PG_STALE = "array_agg(id ORDER BY id) FILTER (WHERE NOT usable)"
+"""The ids of rows made by another model or without term hashes."""
+
+PG_VERSIONS = "array_agg(xmin::text::bigint ORDER BY id) FILTER (WHERE usable)"
+"""Each current row's version: the transaction that wrote it (PostgreSQL's ``xmin``)."""
+
+PG_RECORDS = "string_agg(int4send(id) || vector_send(embedding), ''::bytea) FILTER (WHERE usable)"
+"""The current rows' vectors for :func:`pg_matrix`, aggregated without ``ORDER BY`` (above)."""
 
 
 def pg_scope(by_agent: bool, by_label: bool) -> str:
