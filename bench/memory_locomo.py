@@ -110,7 +110,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -140,6 +140,8 @@ from search2o.memory import MemoryStore
 from search2o.providers.embeddings import Embedder
 from search2o.runtime import Runtime
 
+T = TypeVar("T")
+
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo7.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
@@ -168,6 +170,14 @@ _DIA_ID = re.compile(r"D:?(\d+):(\d+)")
 
 def ms_since(t0: float) -> float:
     return (time.perf_counter() - t0) * 1000
+
+
+def timed(times: list[float], call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Return ``call(*args, **kwargs)``, adding its wall time in ms to ``times``."""
+    t0 = time.perf_counter()
+    out = call(*args, **kwargs)
+    times.append(ms_since(t0))
+    return out
 
 
 def label_of(dia_id: str) -> str:
@@ -420,6 +430,15 @@ def agent_path(memory: MemoryStore) -> dict[str, Any]:
     return {"limit": TOP, "min_score": -1.0, "changes": memory.new_changes()}
 
 
+def agent_search(memory: MemoryStore, principal: Principal, question: str) -> list[Any]:
+    """One search on an agent's path (:func:`agent_path`)."""
+    return memory.search(principal, question, **agent_path(memory))
+
+
+TOUCHING_SEARCH = {"limit": TOP, "min_score": -1.0}
+"""Search arguments of a search that writes the retrieval time itself (``touch=True``)."""
+
+
 def run_ours(
     backend: str,
     folder: Path,
@@ -468,15 +487,13 @@ def run_ours(
                     vector = real.embed([q.text])[0]
                     result.embed_ms.append(ms_since(t0))
                     given.known[q.text] = vector
-                    t0 = time.perf_counter()
-                    hits = memory.search(principal, q.text, **agent_path(memory))
-                    result.with_ms.append(ms_since(t0))
-                    t0 = time.perf_counter()
-                    again = fast.search(principal, q.text, **agent_path(fast))
-                    result.without_ms.append(ms_since(t0))
-                    t0 = time.perf_counter()
-                    fast.search(principal, q.text, limit=TOP, min_score=-1.0)
-                    result.untouched_ms.append(ms_since(t0))
+                    hits = timed(
+                        result.with_ms, memory.search, principal, q.text, **agent_path(memory)
+                    )
+                    again = timed(
+                        result.without_ms, fast.search, principal, q.text, **agent_path(fast)
+                    )
+                    timed(result.untouched_ms, fast.search, principal, q.text, **TOUCHING_SEARCH)
                     default = fast.search(principal, q.text, limit=TOP, touch=False)
                     labels = [h.label for h in hits]
                     result.mismatches += labels != [h.label for h in again]
@@ -492,25 +509,15 @@ def run_ours(
                     memory.search(principal, q.text, limit=TOP, min_score=-1.0, touch=False)
                 for q in latency_conv.questions:
                     given.known[q.text] = real.embed([q.text])[0]
-                    t0 = time.perf_counter()
-                    memory.search(principal, q.text, **agent_path(memory))
-                    result.at_n_with_ms.append(ms_since(t0))
-                    t0 = time.perf_counter()
-                    expected = fast.search(principal, q.text, **agent_path(fast))
-                    result.at_n_without_ms.append(ms_since(t0))
+                    timed(result.at_n_with_ms, agent_search, memory, principal, q.text)
+                    expected = timed(result.at_n_without_ms, agent_search, fast, principal, q.text)
                     fast.cache.clear()
-                    t0 = time.perf_counter()
-                    missed = fast.search(principal, q.text, **agent_path(fast))
-                    result.at_n_miss_ms.append(ms_since(t0))
+                    missed = timed(result.at_n_miss_ms, agent_search, fast, principal, q.text)
                     first = latency_conv.turns[len(result.at_n_written_ms) % latency_memories]
-                    again = " (said again)" if len(result.at_n_written_ms) % 2 else ""
-                    fast.store(principal, AGENT, {label_of(first.dia_id): first.text + again})
-                    t0 = time.perf_counter()
-                    written = fast.search(principal, q.text, **agent_path(fast))
-                    result.at_n_written_ms.append(ms_since(t0))
-                    t0 = time.perf_counter()
-                    plain = off.search(principal, q.text, **agent_path(off))
-                    result.at_n_off_ms.append(ms_since(t0))
+                    suffix = " (said again)" if len(result.at_n_written_ms) % 2 else ""
+                    fast.store(principal, AGENT, {label_of(first.dia_id): first.text + suffix})
+                    written = timed(result.at_n_written_ms, agent_search, fast, principal, q.text)
+                    plain = timed(result.at_n_off_ms, agent_search, off, principal, q.text)
                     result.mismatches += [h.label for h in written] != [h.label for h in plain]
                     result.mismatches += [h.label for h in expected] != [h.label for h in missed]
             result.notes.append(

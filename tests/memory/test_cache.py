@@ -159,10 +159,6 @@ def test_a_reused_user_id_never_gets_the_earlier_users_memories(runtime: Runtime
 def test_a_search_that_re_embeds_stale_memories_moves_the_counter(
     runtime: Runtime, memory: MemoryStore
 ) -> None:
-    from sqlalchemy import update
-
-    from search2o.storage.memory_models import Memory
-
     me = add_user(runtime)
     memory.store(me, "travel", {"preferred_airline": AIRLINE})
     with runtime.database.session() as session:
