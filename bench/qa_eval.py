@@ -183,7 +183,16 @@ def _handbook_set(
             decisions.append(searched == (expect != "no_search"))
             detail = (turn.get("trace") or {}).get("decision_detail")
             if detail and expect != "no_search":
-                _DUMPED.append({"set": name, "answerable": expect == "grounded", **detail})
+                _DUMPED.append(
+                    {
+                        "set": name,
+                        "answerable": expect == "grounded",
+                        "question": spec["user"],
+                        "text": answer,
+                        "facts": spec.get("facts", []),
+                        **detail,
+                    }
+                )
             if calibrate and expect != "no_search":
                 samples.append(
                     (_best_sentence(runtime, scorer, turn, spec["user"]), expect == "grounded")
@@ -315,6 +324,8 @@ def mtrag(runtime: Runtime, limit: int | None, calibrate: bool) -> list[tuple[fl
                 {
                     "set": f"mtrag-{collection}",
                     "answerable": answerability == "ANSWERABLE",
+                    "question": last["text"],
+                    "text": turn.get("text", ""),
                     **detail,
                 }
             )
@@ -384,7 +395,10 @@ def main() -> int:
     parser.add_argument("--mtrag-limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument(
-        "--dump", type=Path, default=None, help="write each searched turn's decision detail here"
+        "--dump",
+        type=Path,
+        default=None,
+        help="write each searched turn's decision detail, question and answer here (JSON lines)",
     )
     args = parser.parse_args()
     if not DATA.is_dir():

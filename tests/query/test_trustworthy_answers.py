@@ -197,3 +197,22 @@ def test_only_a_short_connective_follow_up_adds_a_constraint() -> None:
     chain = ["What is the sabbatical policy?", "and for managers?", "what about part-timers?"]
     kept = follow_up_constraint(chain, frozenset({1}))
     assert kept is not None and kept.subject == ("sabbatical", "policy")
+
+
+def test_a_follow_up_asking_who_or_what_a_named_thing_is_adds_no_constraint() -> None:
+    webb = "Who is James Webb that the telescope is named after?"
+    assert follow_up_constraint([webb, "And who was Hubble?"]) is None
+    assert follow_up_constraint([webb, "and what is Grafana?"]) is None
+    # a question about the earlier subject still constrains it
+    policy = "What is the sabbatical policy?"
+    eligible = follow_up_constraint([policy, "and who is eligible?"])
+    assert eligible is not None and eligible.words == ("eligible",)
+    minimum = follow_up_constraint([policy, "and what is the minimum?"])
+    assert minimum is not None and minimum.words == ("minimum",)
+
+
+def test_a_negative_contraction_is_no_constraint_word() -> None:
+    constraint = follow_up_constraint(
+        ["Did the Beatles influence Oasis?", "But they had an influence on them, didn't they?"]
+    )
+    assert constraint is not None and constraint.words == ("influence",)

@@ -144,6 +144,11 @@ _QUESTION_WORDS = frozenset(
     "how many much what which who when where why does do is are can".split()  # noqa: SIM905
 )
 _SUBJECT_WORDS = 8
+# A question for what or who a named thing is ("And who was Hubble?" after "Who is James Webb
+# that the telescope is named after?"): it names its own subject, so it is answered as a new
+# question rather than as a constraint on the earlier subject (sentences about Hubble are not
+# about the Webb telescope, and would be refused).
+_IDENTITY = re.compile(r"^(?:who|what)\s+(?:is|was|are|were)\s+(?:[A-Z][\w.'-]*\s*)+[?.!]*$")
 # At most this many content words of its own make a short follow-up (a constraint, a bridging
 # definite description).
 _SHORT_FOLLOW_UP = 3
@@ -261,13 +266,16 @@ def follow_up_constraint(
 
     A short follow-up opens with a connective ("and for managers?", "what about part-timers?")
     and has at most three content words of its own; the subject is that of the query the earlier
-    messages resolve to (see :func:`self_contained_query`). ``None`` for any other message.
+    messages resolve to (see :func:`self_contained_query`). ``None`` for any other message, and
+    for one that asks what or who a named thing is ("and who was Hubble?").
     """
     text = " ".join(unicodedata.normalize("NFKC", user_messages[-1]).split())
     connective = _CONNECTIVE.match(text.lower())
     if len(user_messages) < 2 or connective is None:
         return None
     rest = text[connective.end() :]
+    if _IDENTITY.match(rest):  # "and who was Hubble?": a new subject, not a constraint
+        return None
     asked = {m.lower() for m in re.findall(r"(?i)\bhow\s+(\w+)", rest)}  # "how long": a type
     words = tuple(
         w

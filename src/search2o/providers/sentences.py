@@ -54,6 +54,7 @@ _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])")
 _BLOCK_START = re.compile(r"^\s*(?:[-+*•]\s|\d+[.)]\s|\|)")
 _BULLET = re.compile(r"^\s*(?:[-+*•]|\d+[.)])\s+")
 _WORD = re.compile("[a-z0-9$%]+(?:['\u2019][a-z]+)?")
+_NEGATIVE = re.compile("n['\u2019]t$")  # "didn't", "isn\u2019t", "won't"
 _MIN_WORDS = 4
 _ABBREVIATION = re.compile(
     r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|Mr|Mrs|Ms|Dr|Prof|St|No|Fig|U\.S)\.)$", re.IGNORECASE
@@ -74,12 +75,16 @@ def _stemmer() -> snowballstemmer.Stemmer:
 def content_stems(text: str, *, compounds: bool = False) -> set[str]:
     """Return the Porter stems of ``text``'s words that are not Snowball English stop words.
 
-    A contraction counts as its first part ("i've" is "i", a stop word; "company's" is "company").
+    A contraction counts as its first part ("i've" is "i", a stop word; "company's" is "company");
+    a negative one ("didn't", "isn't") counts as none.
     With ``compounds``, each pair of adjacent words also counts as one closed compound (the
     first word's stem joined to the second word), so "cooling down" matches "cooldown" and
     "work day" matches "workday".
     """
-    words = [re.split("['\u2019]", w)[0] for w in _WORD.findall(text.lower())]
+    found = _WORD.findall(text.lower())
+    # A negative contraction is an auxiliary and "not", both stop words: "didn't" is no
+    # content word (split at the apostrophe it would be "didn", which no stop list holds).
+    words = [re.split("['\u2019]", w)[0] for w in found if not _NEGATIVE.search(w)]
     words = [w for w in words if w]
     stems = set(_stemmer().stemWords([w for w in words if w not in STOP_WORDS]))
     if compounds and len(words) > 1:
