@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from search2o import accounts
@@ -404,6 +405,13 @@ def test_db_upgrade_and_current(cli: Cli) -> None:
     assert upgraded.startswith("database ") and upgraded.endswith(f": blank -> {head}")
     assert out(cli.ok("db", "current")).strip() == head
     assert out(cli.ok("db", "upgrade")).strip().endswith(f": {head} -> {head}")
+
+
+def test_a_message_line_is_never_broken_inside_a_narrow_terminal(cli: Cli) -> None:
+    cli.env["COLUMNS"] = "30"  # far narrower than the database URL
+    printed = out(cli.ok("db", "upgrade"))
+    assert printed.count("\n") == 1 and printed.startswith("database ")
+    assert str(make_url(cli.database_url or "").database) in printed  # the URL stays whole
 
 
 @pytest.mark.slow

@@ -56,6 +56,19 @@ class SafeConsole(Console):
     styling and cursor control (segments with ``control`` set) are untouched.
     """
 
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        """Print like Rich, but a line made only of strings is never broken by Rich.
+
+        Rich word-wraps text at the console width, inserting newlines: a database URL, a
+        path or a link longer than the terminal would be cut in two and no longer paste
+        whole. Such a line is soft-wrapped instead (the terminal folds it, and copying it
+        gives one line). Tables and other renderables still fit the width; an explicit
+        ``soft_wrap`` wins.
+        """
+        if soft_wrap is None and objects and all(isinstance(o, str) for o in objects):
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
     def render_str(self, text: str, **kwargs: Any) -> Text:
         """Make a ``Text`` of ``text`` with its control characters replaced by U+FFFD."""
         return super().render_str(printable(text), **kwargs)
