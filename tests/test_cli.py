@@ -415,6 +415,20 @@ def test_a_message_line_is_never_broken_inside_a_narrow_terminal(cli: Cli) -> No
 
 
 @pytest.mark.slow
+def test_the_readme_demo_answers_its_follow_up_and_refuses_the_wifi_password(
+    tmp_path: Path,
+) -> None:
+    # The README's main job on this repository's docs/, through the real built-in models.
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    text_out = out(Cli(tmp_path / "data", None).ok("demo", str(docs)))
+    turns = text_out.split("search_knowledge: ")
+    assert len(turns) == 4, text_out  # three questions searched; thanks did not
+    assert "--group NAME" in turns[1]
+    assert "SHA-256" in turns[2] and "knowledge-store.md > Ingesting" in turns[2], turns[2]
+    assert "I could not find an answer to that in the knowledge base." in turns[3]
+
+
+@pytest.mark.slow
 def test_demo_ingests_a_folder_and_holds_a_conversation(tmp_path: Path) -> None:
     folder = tmp_path / "handbook"
     folder.mkdir()

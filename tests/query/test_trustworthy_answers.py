@@ -211,6 +211,16 @@ def test_a_follow_up_asking_who_or_what_a_named_thing_is_adds_no_constraint() ->
     assert minimum is not None and minimum.words == ("minimum",)
 
 
+def test_the_word_a_follow_up_asks_about_is_no_constraint() -> None:
+    # the README's demo: "what happens" asks; "ingest" and "file" restrict
+    chain = ["How do I keep a document visible only to one group?"]
+    again = follow_up_constraint([*chain, "and what happens when I ingest the same file again?"])
+    assert again is not None and again.words == ("ingest", "file")
+    policy = "What is the sabbatical policy?"
+    approves = follow_up_constraint([policy, "and who approves it for managers?"])
+    assert approves is not None and approves.words == ("managers",)
+
+
 def test_a_negative_contraction_is_no_constraint_word() -> None:
     constraint = follow_up_constraint(
         ["Did the Beatles influence Oasis?", "But they had an influence on them, didn't they?"]

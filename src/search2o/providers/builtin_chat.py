@@ -276,7 +276,9 @@ def follow_up_constraint(
     rest = text[connective.end() :]
     if _IDENTITY.match(rest):  # "and who was Hubble?": a new subject, not a constraint
         return None
-    asked = {m.lower() for m in re.findall(r"(?i)\bhow\s+(\w+)", rest)}  # "how long": a type
+    # The word after "how", "what", "who" or "which" is what is asked, not a restriction of
+    # it: "how long" (a type), "what happens when I ingest it again", "who approves".
+    asked = {m.lower() for m in re.findall(r"(?i)\b(?:how|what|who|which)\s+(\w+)", rest)}
     words = tuple(
         w
         for w in _subject(rest)
