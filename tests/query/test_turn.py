@@ -295,9 +295,10 @@ def test_several_tool_calls_run_concurrently_and_number_sources_per_section(
 
     runs = [turns.ask(me, "Two things please"), turns.ask(me, "Two things please")]
 
-    assert slow.peak == 2  # both searches embedded their query at the same time
+    # both searches embedded their query at the same time (the overlap itself, not a wall
+    # time: a timed assertion fails on a loaded machine)
+    assert slow.peak == 2
     traces = [trace_of(runtime, done(events)["message_id"]) for events in runs]
-    assert traces[0]["timings"]["tools_ms"] < 2 * 400 * 0.95
     for events, trace in zip(runs, traces, strict=True):
         assert [c["id"] for c in only(events, "tool_call")] == ["call_1", "call_2"]
         assert [(c["name"], c["query"]) for c in trace["tool_calls"]] == _two_searches([])
@@ -482,13 +483,12 @@ def test_web_searches_of_one_turn_run_concurrently(runtime: Runtime) -> None:
         events = engine(runtime, model, web_url=web.base_url).ask(
             runtime.local_principal(), "Search the web twice"
         )
-    assert web.peak == 2
+    assert web.peak == 2  # both requests were in flight at once
     assert sorted(q["q"][0] for q in web.requests) == ["bicycle parking", "garage rules"]
     final = done(events)
     # the same page found by both calls has one number
     urls = [c["url"] for c in final["citations"]]
     assert urls == ["https://example.org/bicycles", "https://example.org/garage"]
-    assert final["timings"]["tools_ms"] < 2 * 400 * 0.95
 
 
 def test_bad_tool_calls_are_traced_and_capped_and_the_answer_continues(runtime: Runtime) -> None:
