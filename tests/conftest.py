@@ -38,9 +38,52 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 _LOGGERS = ("search2o", "search2o.api", "uvicorn", "uvicorn.error", "uvicorn.access")
 
 
+def _ephemeral_ports() -> tuple[int, int]:
+    """The kernel's ephemeral port range (Linux ``ip_local_port_range``; IANA's 49152-65535
+    elsewhere, RFC 6335 section 6)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def _port_candidates() -> Iterator[int]:
+    """Ports below the ephemeral range, a share of its own for each pytest-xdist worker.
+
+    ``bind(0)`` and outgoing connections take their ports from the ephemeral range, so a port
+    picked there can be taken again (by another worker's PostgreSQL client, say) between the
+    probe and the server's ``bind``: ``EADDRINUSE``. Below that range the kernel hands out
+    nothing by itself, each worker owns a disjoint slice, and a slice is walked in order so a
+    port is not handed out twice while thousands remain.
+    """
+    low = 10_000
+    high = min(_ephemeral_ports()[0], 65_536)
+    if high - low < 1_000:  # an unusual range: fall back to what the kernel picks
+        high = low
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), 1)
+    index = int(worker) if worker.isdigit() else 0
+    size = (high - low) // count
+    start = low + (index % count) * size
+    while size > 0:
+        yield from range(start, start + size)
+
+
+_PORTS = _port_candidates()
+
+
 def free_port() -> int:
-    """Return a TCP port free on loopback now (the OS picks it; another process may take it)."""
-    with socket.socket() as probe:
+    """Return a TCP port free on loopback now, from this worker's slice below the ephemeral
+    range; if none of 1,000 tries is free, the kernel's pick (which another process may take)."""
+    for _, port in zip(range(1_000), _PORTS, strict=False):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as probe:  # no slice of our own: the kernel's pick
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 

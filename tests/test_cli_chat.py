@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from search2o.providers.builtin_chat import NOT_FOUND
-from tests.conftest import HANDBOOK
+from tests.conftest import HANDBOOK, free_port
 from tests.test_cli import GOOD_MD, SCRIPT, Cli, error_line, out
 
 
@@ -168,7 +168,7 @@ def _wait_for(port: int, token: str | None = None) -> httpx.Response:
 
 @pytest.mark.slow
 def test_token_mode_revokes_the_token_a_local_mode_start_printed(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc, lines = _start(_serve_env(tmp_path), "--port", str(port))
     try:
         token = re.search(r"(s2o_\S+)", lines[1])
@@ -185,11 +185,10 @@ def test_token_mode_revokes_the_token_a_local_mode_start_printed(tmp_path: Path)
         _stop(proc)
 
 
-
 @pytest.mark.slow
 def test_token_mode_on_a_fresh_database_makes_no_local_admin(tmp_path: Path) -> None:
     """A tokenless local admin would count as an admin: the real last admin could be removed."""
-    port = _free_port()
+    port = free_port()
     proc, lines = _start(_serve_env(tmp_path, SEARCH2O_AUTH_MODE="token"), "--port", str(port))
     try:
         assert lines[1].rstrip().endswith("(search2o users add EMAIL prints one)"), lines[1]
@@ -203,6 +202,7 @@ def test_token_mode_on_a_fresh_database_makes_no_local_admin(tmp_path: Path) -> 
         check=True,
     )
     assert json.loads(listed.stdout) == []
+
 
 def test_serve_refuses_a_busy_port_before_printing_a_url(tmp_path: Path) -> None:
     with socket.socket() as busy:
@@ -222,17 +222,11 @@ def test_serve_refuses_a_busy_port_before_printing_a_url(tmp_path: Path) -> None
     assert proc.stderr.startswith(f"error: port: cannot listen on 127.0.0.1:{port}: ")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_serve_ingests_prints_url_and_token_and_answers(tmp_path: Path, parking: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCH2O_")}
     env.update(SEARCH2O_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", NO_COLOR="1")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [str(SCRIPT), "serve", "--ingest", str(parking), "--port", str(port)],
         stdout=subprocess.PIPE,

@@ -4,7 +4,6 @@ second API process on the same database that follows and stops a run the first o
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from search2o.api.app import create_app
 from search2o.config import Settings
 from tests.api.test_api import add_user, serve
 from tests.api.test_chat_api import Frame, chat_api, frames, of
-from tests.conftest import MemoEmbedder
+from tests.conftest import MemoEmbedder, free_port
 from tests.query.doubles import ScriptedChatModel, answering, open_runtime
 
 WORDS = " ".join(f"word{i}" for i in range(40))
@@ -151,18 +150,12 @@ def test_a_second_app_on_the_same_database_follows_and_stops(
         check_resume(writer, reader, ann)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def second_process(settings: Settings) -> Iterator[httpx.Client]:
     """``search2o serve`` in its own OS process on the same data folder and database."""
     if not settings.resolved_database_url.startswith("postgresql"):
         pytest.skip("one process is enough on SQLite (the embedded default)")
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SEARCH2O_")},
         "SEARCH2O_DATA_DIR": str(settings.data_dir),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import socket
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from search2o.crypto.keys import WrappedKey, build_key_provider
 from search2o.errors import ConfigError, InputError, IntegrityCheckError, KeyUnavailableError
 from search2o.signing import sign
 from search2o.signing import verify as verify_signature
+from tests.conftest import free_port
 from tests.crypto.conftest import SECRET
 from tests.crypto.keyservice import KeyService
 
@@ -166,9 +166,7 @@ def test_a_service_that_rotates_itself(key_service: Service) -> None:
 
 
 def test_an_unreachable_service(tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens there
     with pytest.raises(KeyUnavailableError, match="cannot reach the key service"):
         provider(f"http://127.0.0.1:{port}").wrap(new_data_key())
 

@@ -8,7 +8,6 @@ a test needs the model to behave in a particular way it uses a scripted implemen
 from __future__ import annotations
 
 import re
-import socket
 import threading
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from search2o.query.turn import TurnEngine
 from search2o.query.websearch import build_web_search
 from search2o.runtime import Runtime
 from search2o.storage.models import Chunk, Conversation, Message, RetrievalTrace
-from tests.conftest import MemoEmbedder
+from tests.conftest import MemoEmbedder, free_port
 from tests.query.doubles import (
     DOCS,
     PARKING,
@@ -447,9 +446,7 @@ def test_web_search_is_offered_only_when_configured(
 
 
 def _closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+    return f"http://127.0.0.1:{free_port()}"  # nothing listens there
 
 
 @pytest.mark.parametrize("failure", ["status 500", "unreachable"])
