@@ -35,6 +35,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         "Synthetic",
     ),
     "qa_eval.py": (["--skip-handbook", "--mtrag-limit", "5"], "MTRAG-UN"),
+    "qa_reader.py": (["--mtrag-limit", "5"], "ROC AUC"),
     "chat.py": (["--turns", "3", "--skip-http"], "first"),
     "window.py": ([], "WindowBudget.build"),
     "state.py": (
