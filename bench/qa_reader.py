@@ -97,6 +97,13 @@ def read_dump(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def is_gguf(path: Path) -> bool:
+    """True when ``path`` starts with the GGUF magic ``b"GGUF"`` (ggml's GGUF specification,
+    docs/gguf.md in ggml-org/ggml: the file header's first four bytes)."""
+    with path.open("rb") as file:
+        return file.read(4) == b"GGUF"
+
+
 def labelled(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
     """Return the quoted turns of a dump with label 1 (answered with its facts) or 0 (should
     have been refused); answerable turns quoted without their facts are left out."""
@@ -218,6 +225,9 @@ def main() -> int:
     if not model.is_file():
         console.print(f"model: {model} is not a file")
         return 2
+    if not is_gguf(model):
+        console.print(f"model: {model} is not a GGUF file (it does not start with 'GGUF')")
+        return 2
     with tempfile.TemporaryDirectory() as folder:
         dump = args.dump
         if dump is None:
@@ -241,7 +251,11 @@ def main() -> int:
     if not turns:
         console.print("no quoted turn to score")
         return 1
-    reader = Reader(model)
+    try:
+        reader = Reader(model)
+    except ValueError as error:  # llama.cpp refused the file (truncated, unknown architecture)
+        console.print(f"model: {model}: {error}")
+        return 2
     scored = []
     for row, label in turns:
         text = row["text"][:TEXT_CHARS]

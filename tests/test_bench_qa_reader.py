@@ -67,3 +67,10 @@ def test_a_bad_dump_line_is_named_with_its_reason(tmp_path: Path, line: str, rea
         qa_reader.read_dump(dump)
     dump.write_text(f"{good}\n\n")
     assert qa_reader.read_dump(dump) == [json.loads(good)]
+
+
+def test_only_a_gguf_file_is_taken_for_a_model(tmp_path: Path) -> None:
+    text = tmp_path / "model.gguf"
+    text.write_text("not a model")
+    assert not qa_reader.is_gguf(text)
+    assert qa_reader.is_gguf(qa_reader.default_model())
