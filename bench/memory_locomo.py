@@ -274,9 +274,7 @@ def truncated(conv: Conversation, turns: int | None) -> Conversation:
         return conv
     kept = conv.turns[:turns]
     known = {t.dia_id for t in kept}
-    return Conversation(
-        conv.sample_id, kept, [q for q in conv.questions if q.evidence <= known]
-    )
+    return Conversation(conv.sample_id, kept, [q for q in conv.questions if q.evidence <= known])
 
 
 # --------------------------------------------------------------------------------------------
@@ -1022,8 +1020,10 @@ def main() -> None:
     if held_out and len(held_out) < len(questions):
         console.print(
             recall_table(
-                results, held_out, f"; held out: the {len(everything) - TUNED} conversations "
-                f"the ranking was not tuned on"
+                results,
+                held_out,
+                f"; held out: the {len(everything) - TUNED} conversations "
+                f"the ranking was not tuned on",
             )
         )
         console.print(

@@ -143,8 +143,12 @@ def main() -> None:
             # The server is a process of its own, as in production: its threads do not share
             # an interpreter lock with the load generator and the fake Slack.
             server = subprocess.Popen(
-                [sys.executable, __file__, "--serve", json.dumps({**config, "role": "server",
-                                                                  "in_server": args.in_server})]
+                [
+                    sys.executable,
+                    __file__,
+                    "--serve",
+                    json.dumps({**config, "role": "server", "in_server": args.in_server}),
+                ]
             )
             worker = None
             if not args.in_server:
@@ -224,8 +228,9 @@ def run(args: argparse.Namespace, http: httpx.Client, database: Database, fake: 
     # warm up: one answer end to end (connections, imports), not measured
     log("warming up")
     warm = json.dumps(
-        event_callback(message_event(f"<@{BOT_USER}> warm", "1699999999.000100",
-                                     kind="app_mention"), "EvWarm")
+        event_callback(
+            message_event(f"<@{BOT_USER}> warm", "1699999999.000100", kind="app_mention"), "EvWarm"
+        )
     ).encode()
     http.post("/slack/events", content=warm, headers=signed(SECRET, warm))
     wait_for(database, 1, args.model_s + 30)

@@ -374,8 +374,19 @@ def test_documents_list_and_delete(cli: Cli, docs: Path) -> None:
         (("memory", "search", "bicycles", "--limit", "5000"), "--limit"),
         (("keys", "retire", "99999999999999999999"), "VERSION"),
         (("serve", "--port", "70000"), "--port"),
-        (("state", "conformance", "--url", "http://127.0.0.1:9", "--secret", "s" * 16,
-          "--timeout", "1e9"), "--timeout"),
+        (
+            (
+                "state",
+                "conformance",
+                "--url",
+                "http://127.0.0.1:9",
+                "--secret",
+                "s" * 16,
+                "--timeout",
+                "1e9",
+            ),
+            "--timeout",
+        ),
     ],
 )
 def test_numbers_out_of_range_are_refused_with_one_line(

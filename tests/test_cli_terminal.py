@@ -129,9 +129,7 @@ def test_an_error_naming_hostile_input_is_printed_inert(cli: Cli, tmp_path: Path
         (("users", "add", "eve@example.com", "--name", f"Eve {TITLE}"), "name"),
     ],
 )
-def test_users_add_refuses_control_characters(
-    cli: Cli, args: tuple[str, ...], field: str
-) -> None:
+def test_users_add_refuses_control_characters(cli: Cli, args: tuple[str, ...], field: str) -> None:
     line = error_line(cli(*args), 2)
     assert line.startswith(f"error: {field}: ") and not RAW_CONTROL.search(line)
     assert json.loads(cli.ok("users", "list", "--json").stdout) == []
@@ -199,7 +197,12 @@ def test_plain_text_log_lines_are_inert() -> None:
         raise ValueError(f"bad {TITLE}")
     except ValueError as exc:
         record = logging.LogRecord(
-            "search2o", logging.WARNING, __file__, 1, "skipped %s", (f"x{CLEAR}.md",),
+            "search2o",
+            logging.WARNING,
+            __file__,
+            1,
+            "skipped %s",
+            (f"x{CLEAR}.md",),
             (type(exc), exc, exc.__traceback__),
         )
     for line in (TextFormatter().format(record), JsonFormatter().format(record)):

@@ -20,7 +20,6 @@ import search2o.client
 from search2o import accounts, errors
 from search2o.agents.definition import DefinitionError
 from search2o.api.app import create_app
-from search2o.api.errors import STATUS_BY_ERROR
 from search2o.client import (
     ERROR_CLASSES,
     ChatEventItem,
@@ -34,6 +33,7 @@ from search2o.client import (
 from search2o.config import Settings
 from search2o.events import ConversationEvent, DeltaEvent, DoneEvent
 from search2o.runtime import Runtime
+from search2o.wire.errors import STATUS_BY_ERROR
 from tests.api.test_api import serve
 from tests.conftest import MemoEmbedder
 from tests.query.doubles import DOCS, SALARIES, ScriptedChatModel, answering, ingest, open_runtime

@@ -6,7 +6,8 @@ import inspect
 
 import search2o
 from search2o import errors
-from search2o.api.errors import STATUS_BY_ERROR, status_for
+from search2o.api.errors import status_for
+from search2o.wire.errors import STATUS_BY_ERROR
 
 
 def _error_classes() -> list[type[errors.Search2oError]]:

@@ -65,9 +65,7 @@ def local_runtime(tmp_path: Path, database_url: str) -> Iterator[Runtime]:
         runtime.close()
 
 
-def _get(
-    runtime: Runtime, peer: tuple[str, int], token: str | None = None
-) -> httpx.Response:
+def _get(runtime: Runtime, peer: tuple[str, int], token: str | None = None) -> httpx.Response:
     """``GET /v1/documents`` through the real app, arriving from ``peer`` (no socket needed)."""
     app = create_app(runtime.settings, runtime=runtime)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -93,9 +91,7 @@ def test_a_local_mode_app_answers_tokenless_requests_from_loopback_only(
 def test_the_insecure_flag_lets_remote_peers_act_as_the_local_user(
     local_runtime: Runtime,
 ) -> None:
-    local_runtime.settings = local_runtime.settings.model_copy(
-        update={"insecure_local_mode": True}
-    )
+    local_runtime.settings = local_runtime.settings.model_copy(update={"insecure_local_mode": True})
     assert _get(local_runtime, REMOTE_PEER).status_code == 200
 
 

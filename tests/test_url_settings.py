@@ -23,16 +23,16 @@ from pydantic import BaseModel, ValidationError
 from search2o.agents.definition import parse_definition
 from search2o.config import (
     EmbeddingSettings,
-    MattermostSettings,
-    McpSettings,
     ModelProfile,
     OidcSettings,
-    SlackSettings,
     StateSettings,
-    TelegramSettings,
     WebSearchSettings,
 )
 from search2o.errors import InputError
+from search2o.surfaces.mattermost.settings import MattermostSettings
+from search2o.surfaces.mcp.settings import McpSettings
+from search2o.surfaces.slack.settings import SlackSettings
+from search2o.surfaces.telegram.settings import TelegramSettings
 
 SECRET = {"hook_secret": "s" * 16}
 # (settings class, field, extra fields it needs, whether a secret travels to it)

@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session
 from search2o.errors import AuthenticationError, ConflictError, InputError, NotFoundError
 from search2o.storage import dialect
 from search2o.storage.models import ApiToken, User, utcnow
-from search2o.surfaces.names import check_surface
 from search2o.terminal import has_controls
 from search2o.textrules import check_text
+from search2o.wire.names import check_surface
 
 __all__ = [
     "LOCAL_MODE_TOKEN_NAME",

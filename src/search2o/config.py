@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Literal
 
 import platformdirs
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -37,22 +35,19 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from search2o import extensions
 from search2o.errors import ConfigError
 from search2o.netpolicy import is_loopback_host, url_problem
-
-# Bot API "setWebhook" (secret_token) and Telegram's username rules.
-_TELEGRAM_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
-_TELEGRAM_USERNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,31}")
+from search2o.settings_base import Endpoint
 
 __all__ = [
     "ApiSettings",
     "ChatSettings",
+    "CoreSettings",
     "EmbeddingSettings",
     "JobSettings",
     "KeySettings",
     "KnowledgeSettings",
-    "MattermostSettings",
-    "McpSettings",
     "MemorySettings",
     "MetricsSettings",
     "ModelProfile",
@@ -66,27 +61,8 @@ __all__ = [
     "WebSearchSettings",
     "WebSettings",
     "load_settings",
-    "public_url",
     "server_url",
 ]
-
-
-def _endpoint(value: str | None) -> str | None:
-    """Check a configured model or search endpoint by the one URL policy (netpolicy).
-
-    Plain http is allowed here (model servers often run on a private network); credentials in
-    the URL are not (they belong in ``api_key``).
-    """
-    if value is None:
-        return None
-    problem = url_problem(value, secure=False)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
-
-
-Endpoint = Annotated[str | None, AfterValidator(_endpoint)]
-"""A model or search endpoint's base URL, checked by :func:`_endpoint`."""
 
 
 class EmbeddingSettings(BaseModel):
@@ -197,8 +173,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "is about (a '100% of the premium' under Dental Insurance is not about medical "
     "insurance). Every condition of the question (a role, a place, a date, an amount, 'for "
     "part-timers') must be covered by the sources; if one is not, say plainly that the "
-    "sources do not say, naming it (\"The handbook does not say how sabbaticals work for "
-    "managers.\"), rather than answering the broader question. If the sources do not contain "
+    'sources do not say, naming it ("The handbook does not say how sabbaticals work for '
+    'managers."), rather than answering the broader question. If the sources do not contain '
     "the answer at all, say plainly that you could not find it; never invent facts. "
     "Greetings, thanks and small talk need no search."
 )
@@ -650,220 +626,6 @@ class JobSettings(BaseModel):
         return self
 
 
-# Asymmetric JWS algorithms only (RFC 7518 section 3.1, RFC 8037): never "none" or HMAC.
-_JwsAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
-
-
-class McpSettings(BaseModel):
-    """The MCP server (:mod:`search2o.surfaces.mcp`, docs/mcp.md): endpoint, allowlists, tokens.
-
-    ``public_url`` is this server's address as clients reach it (scheme, host, port, no path);
-    default ``http://<host>:<port>`` of the settings. The MCP endpoint is ``<public_url>/mcp``,
-    its RFC 9728 metadata ``<public_url>/.well-known/oauth-protected-resource/mcp``, a
-    document's citation URL ``<public_url>/v1/documents/<id>/text``.
-
-    ``allowed_hosts`` / ``allowed_origins`` are the values of the ``Host`` and ``Origin``
-    headers the endpoint accepts (the SDK's DNS-rebinding protection: another ``Host`` answers
-    421, another ``Origin`` 403); ``name:*`` accepts any port. Default: loopback names on any
-    port plus ``public_url``'s host and origin.
-
-    With ``oidc_issuer`` set, a bearer token that is not one of our API tokens is verified as a
-    JWT access token of that identity provider (OpenID Connect Discovery 1.0 for its
-    ``jwks_uri``; RFC 7519 / RFC 9068 claims): signature by a key of its JWKS with one of
-    ``oidc_algorithms``, ``iss`` equal to the issuer, ``aud`` holding ``audience`` (default:
-    the MCP endpoint's URL, RFC 8707), ``exp`` in the future (``oidc_leeway_s`` of clock skew).
-    The ``oidc_email_claim`` names an existing user; groups come from ``oidc_groups_claim``
-    when set, else from the user's record.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = Field(default=True, description="serve /mcp in `search2o serve`")
-    public_url: str | None = Field(
-        default=None, description="e.g. https://search2o.example.com (default http://host:port)"
-    )
-    allowed_hosts: list[str] | None = Field(
-        default=None, description="Host header values accepted at /mcp, e.g. search.example.com"
-    )
-    allowed_origins: list[str] | None = Field(
-        default=None, description="Origin header values accepted at /mcp"
-    )
-    search_k: int = Field(
-        default=10, ge=1, le=100, description="chunks `search` retrieves; results: their documents"
-    )
-    max_fetch_chars: int = Field(
-        default=200_000, ge=1000, le=10_000_000, description="longest text `fetch` returns"
-    )
-    oidc_issuer: str | None = Field(
-        default=None, description="e.g. https://login.example.com/realms/staff"
-    )
-    audience: str | None = Field(
-        default=None, min_length=1, description="the access tokens' aud (default: the MCP URL)"
-    )
-    oidc_email_claim: str = Field(default="email", min_length=1, max_length=100)
-    oidc_groups_claim: str | None = Field(
-        default=None, min_length=1, max_length=100, description="e.g. groups (default: stored)"
-    )
-    oidc_algorithms: list[_JwsAlgorithm] = Field(
-        default_factory=lambda: list[_JwsAlgorithm](["RS256", "ES256"]), min_length=1
-    )
-    oidc_timeout_s: float = Field(default=10.0, gt=0, le=120, description="discovery and JWKS")
-    oidc_jwks_cache_s: float = Field(
-        default=3600.0, ge=0, le=86_400, description="keys are fetched again after this long"
-    )
-    oidc_leeway_s: int = Field(default=60, ge=0, le=600, description="clock skew for exp/nbf")
-
-    @field_validator("public_url", "oidc_issuer")
-    @classmethod
-    def _url(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # The issuer is where signing keys come from: https, plain http to loopback only.
-        if value is None:
-            return None
-        secure = info.field_name == "oidc_issuer"
-        problem = url_problem(value, secure=secure, query=False)
-        if problem is not None:
-            raise ValueError(problem)
-        if secure:
-            return value.strip()
-        # /mcp and the RFC 9728 well-known path are served at the root of this address.
-        if urlsplit(value.strip()).path not in ("", "/"):
-            raise ValueError(f"{value!r} must be scheme://host[:port] without a path")
-        return value.strip().rstrip("/")
-
-    @field_validator("allowed_hosts", "allowed_origins")
-    @classmethod
-    def _no_blank_entries(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and any(not e.strip() or e != e.strip() for e in value):
-            raise ValueError("entries must be non-blank, without surrounding spaces")
-        return value
-
-
-def _token_url(value: str | None) -> str | None:
-    """Check a URL a messenger's bot token (or our service token) is sent to; return its base.
-
-    https, plain http to loopback only, no query (:func:`search2o.netpolicy.url_problem`);
-    returned stripped, without a trailing slash (each section adds its own convention).
-
-    Raises:
-        ValueError: the URL's problem, which pydantic reports naming the setting.
-
-    """
-    if value is None:
-        return None
-    problem = url_problem(value, secure=True, query=False)
-    if problem is not None:
-        raise ValueError(problem)
-    return value.strip().rstrip("/")
-
-
-def _edit_pause(default: float, what: str = "edits") -> Any:
-    """Return the ``update_every_s`` field of a messenger section: its own default, 0-60 s."""
-    return Field(
-        default=default,
-        ge=0,
-        le=60,
-        description=f"shortest pause between two {what} of one answer",
-    )
-
-
-class MessengerSettings(BaseModel):
-    """What every messenger section has (Slack, Telegram, Mattermost), declared once.
-
-    Answers are jobs that call this server's API at ``server_url`` (default: this machine's
-    own server, :func:`search2o.surfaces.connect.server_url`) with the surface token
-    ``service_token`` (``search2o surfaces token <surface>``), never the engines; an answer is
-    edited at most every ``update_every_s`` seconds (each section has its own default,
-    redeclared with :func:`_edit_pause`); ``unlinked`` says what an unlinked user gets: the
-    shared-channel scope and a one-line hint how to link (``channel``), or only the hint
-    (``link_only``). The environment names stay each section's:
-    ``SEARCH2O_<SECTION>__SERVER_URL`` and so on.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    server_url: str | None = Field(
-        default=None, description="this server's API as answers reach it (default http://host:port)"
-    )
-    service_token: SecretStr | None = Field(
-        default=None, description="surface token from `search2o surfaces token <surface>`"
-    )
-    update_every_s: float = _edit_pause(1.0)
-    unlinked: Literal["channel", "link_only"] = Field(
-        default="channel", description="unlinked users: shared scope + hint, or only a hint"
-    )
-
-    @field_validator("server_url")
-    @classmethod
-    def _server_url(cls, value: str | None) -> str | None:
-        # The service token travels to server_url.
-        return _token_url(value)
-
-
-class SlackSettings(MessengerSettings):
-    """The Slack surface (:mod:`search2o.surfaces.slack`, docs/slack.md).
-
-    Slack is on when ``bot_token`` and ``signing_secret`` are set (:attr:`configured`). In
-    ``http`` mode Slack posts to ``/slack/events`` and ``/slack/interactions`` of this server;
-    in ``socket`` mode (the default: no inbound port) ``search2o slack socket`` holds a Socket
-    Mode connection with ``app_token`` (``xapp-``). Answers are jobs that call this server's API
-    at ``server_url`` with the surface token ``service_token`` (``search2o surfaces token
-    slack``), never the engines. ``api_url`` is the Slack Web API base (a test points it at a
-    fake). ``update_budget`` ``chat.update`` calls per ``update_window_s`` seconds and per
-    workspace bound the edits of answers in flight (Slack's ``chat.update`` is a Tier 3 method,
-    about 50 a minute; Slack API docs, "Rate limits"); intermediate edits beyond it are skipped,
-    the final one waits for room.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    bot_token: SecretStr | None = Field(default=None, description="xoxb- bot token")
-    signing_secret: SecretStr | None = Field(default=None, description="the app's signing secret")
-    app_token: SecretStr | None = Field(default=None, description="xapp- token (Socket Mode)")
-    mode: Literal["socket", "http"] = Field(default="socket", description="socket or http")
-    api_url: str = Field(default="https://slack.com/api/", description="Slack Web API base URL")
-    update_budget: int = Field(default=40, ge=1, le=1000, description="chat.update calls")
-    update_window_s: float = Field(default=60.0, gt=0, le=3600, description="per this window")
-    stream: bool = Field(default=True, description="native streaming (chat.startStream)")
-    allow_bots: bool = Field(default=False, description="answer other bots' messages")
-    agent: str | None = Field(
-        default=None, min_length=1, max_length=100, description="the agent new threads start"
-    )
-    max_question_chars: int = Field(default=8000, ge=1, le=40_000)
-
-    @field_validator("api_url")
-    @classmethod
-    def _api_url(cls, value: str | None) -> str | None:
-        # The bot token travels to api_url.
-        base = _token_url(value)
-        return None if base is None else base + "/"
-
-    @field_validator("bot_token", "app_token")
-    @classmethod
-    def _token_kind(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
-        # Slack's token prefixes (Slack API docs, "Token types"): a bot token is xoxb-, an
-        # app-level token xapp-. Swapped, every call fails with a vague not_allowed_token_type.
-        if value is None:
-            return value
-        wanted, other = ("xoxb-", "xapp-") if info.field_name == "bot_token" else ("xapp-", "xoxb-")
-        if value.get_secret_value().startswith(other):
-            theirs = "app_token" if info.field_name == "bot_token" else "bot_token"
-            raise ValueError(
-                f"holds an {other} token, which belongs in slack.{theirs}: the two are swapped "
-                f"(slack.{info.field_name} takes the {wanted} token)"
-            )
-        return value
-
-    @property
-    def configured(self) -> bool:
-        """Whether the surface is on: a bot token and a signing secret are set."""
-        return bool(
-            self.bot_token
-            and self.bot_token.get_secret_value()
-            and self.signing_secret
-            and self.signing_secret.get_secret_value()
-        )
-
-
 class WebSettings(BaseModel):
     """Browser sign-in and its sessions (docs/webapp.md, "Sign-in"; docs/security.md).
 
@@ -914,9 +676,7 @@ class OidcSettings(BaseModel):
     )
     client_id: str | None = Field(default=None, min_length=1, max_length=200)
     client_secret: SecretStr | None = Field(default=None, description="confidential clients")
-    scopes: list[str] = Field(
-        default_factory=lambda: ["openid", "email", "profile"], min_length=1
-    )
+    scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"], min_length=1)
     email_claim: str = Field(default="email", min_length=1, max_length=100)
     groups_claim: str | None = Field(
         default=None, min_length=1, max_length=100, description="e.g. groups"
@@ -943,135 +703,6 @@ class OidcSettings(BaseModel):
         if "openid" not in self.scopes:
             raise ValueError("oidc.scopes must include openid")
         return self
-
-
-
-class TelegramSettings(MessengerSettings):
-    """The Telegram surface (:mod:`search2o.surfaces.telegram`, docs/telegram.md).
-
-    Telegram is on when ``bot_token`` is set (:attr:`configured`). In ``webhook`` mode Telegram
-    posts each update to ``POST /telegram/webhook`` of this server with ``secret_token`` in the
-    ``X-Telegram-Bot-Api-Secret-Token`` header (required in that mode; 1-256 characters
-    ``A-Z a-z 0-9 _ -``, Bot API "setWebhook"); in ``polling`` mode (no public URL needed)
-    ``search2o telegram poll`` reads ``getUpdates`` with an offset kept in the database.
-    Answers are jobs that call this server's API at ``server_url`` with the surface token
-    ``service_token`` (``search2o surfaces token telegram``), never the engines. ``api_url`` is
-    the Bot API base (a test points it at a fake). An answer in a group is edited at most every
-    ``update_every_s`` seconds (Telegram allows about one message a second per chat and 20 a
-    minute per group; Bot API FAQ, "My bot is hitting limits"); a private chat's draft is
-    updated as often. ``group_budget`` messages and edits per ``group_window_s`` seconds and
-    per group bound all the answers in flight in one group together (intermediate edits beyond
-    it are skipped; the final text waits for room).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    bot_token: SecretStr | None = Field(default=None, description="the bot token from @BotFather")
-    mode: Literal["webhook", "polling"] = Field(default="polling", description="webhook or polling")
-    # After bot_token and mode, and validated when unset too: its check reads them.
-    secret_token: SecretStr | None = Field(
-        default=None,
-        validate_default=True,
-        description="webhook secret (X-Telegram-Bot-Api-Secret-Token)",
-    )
-    api_url: str = Field(default="https://api.telegram.org/", description="Bot API base URL")
-    bot_username: str | None = Field(
-        default=None, description="the bot's @username without @ (default: asked with getMe)"
-    )
-    update_every_s: float = _edit_pause(1.5)
-    group_budget: int = Field(default=20, ge=1, le=1000, description="messages+edits per group")
-    group_window_s: float = Field(default=60.0, gt=0, le=3600, description="per this window")
-    stream: bool = Field(default=True, description="private chats: stream with sendMessageDraft")
-    poll_timeout_s: int = Field(default=30, ge=0, le=50, description="getUpdates long-poll seconds")
-    max_question_chars: int = Field(default=4096, ge=1, le=40_000)
-
-    @field_validator("api_url")
-    @classmethod
-    def _api_url(cls, value: str | None) -> str | None:
-        # The bot token travels to api_url (in the path).
-        base = _token_url(value)
-        return None if base is None else base + "/"
-
-    @field_validator("secret_token")
-    @classmethod
-    def _secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
-        if value is not None and not _TELEGRAM_SECRET.fullmatch(value.get_secret_value()):
-            raise ValueError("must be 1-256 characters A-Z, a-z, 0-9, _ or - (Bot API setWebhook)")
-        token = info.data.get("bot_token")
-        on = token is not None and bool(token.get_secret_value())
-        # Named on this field, so the error names SEARCH2O_TELEGRAM__SECRET_TOKEN.
-        if value is None and on and info.data.get("mode") == "webhook":
-            raise ValueError(
-                "telegram.mode webhook needs it: set it to a random 1-256 characters "
-                "A-Z, a-z, 0-9, _ or - and pass the same to setWebhook"
-            )
-        return value
-
-    @field_validator("bot_username")
-    @classmethod
-    def _username(cls, value: str | None) -> str | None:
-        if value is not None and not _TELEGRAM_USERNAME.fullmatch(value.removeprefix("@")):
-            raise ValueError("must be a Telegram username: 4-32 letters, digits or _")
-        return value.removeprefix("@") if value is not None else None
-
-    @property
-    def configured(self) -> bool:
-        """Whether the surface is on: a bot token is set."""
-        return bool(self.bot_token and self.bot_token.get_secret_value())
-
-
-class MattermostSettings(MessengerSettings):
-    """The Mattermost surface (:mod:`search2o.surfaces.mattermost`, docs/mattermost.md).
-
-    Mattermost is on when ``url`` and ``bot_token`` are set (:attr:`configured`). ``search2o
-    mattermost listen`` reads the bot's WebSocket event stream (``{url}/api/v4/websocket``,
-    Mattermost API v4 "WebSocket") and backfills a gap over REST; the slash command
-    ``/search2o`` posts to ``POST /mattermost/command`` with ``command_token`` (the token
-    Mattermost shows for the command; without it the route is not served) and rating buttons
-    post to ``POST /mattermost/actions`` at ``public_url`` (how the Mattermost server reaches
-    this one; default :func:`public_url`). Answers are jobs that call this server's API at
-    ``server_url`` with ``service_token`` (``search2o surfaces token mattermost``). An answer
-    is patched at most every ``update_every_s`` seconds and never while the server's
-    ``X-Ratelimit-*`` headers or a 429 say to wait. ``watchdog_s``: a socket that answers no
-    ping for this long is taken for dead and reconnected.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    url: str | None = Field(default=None, description="the Mattermost server, https://chat.example")
-    bot_token: SecretStr | None = Field(default=None, description="the bot account's access token")
-    command_token: SecretStr | None = Field(
-        default=None, description="the slash command's token (Integrations > Slash Commands)"
-    )
-    public_url: str | None = Field(
-        default=None, description="this server as Mattermost reaches it (button callbacks)"
-    )
-    update_every_s: float = _edit_pause(1.0, "patches")
-    watchdog_s: float = Field(
-        default=30.0, gt=0, le=600, description="reconnect when a ping gets no answer this long"
-    )
-    backfill_max_s: int = Field(
-        default=86_400, ge=0, le=30 * 86_400, description="oldest gap a reconnect backfills"
-    )
-    max_question_chars: int = Field(default=16_383, ge=1, le=40_000)
-
-    @field_validator("url", "public_url")
-    @classmethod
-    def _mm_url(cls, value: str | None) -> str | None:
-        # The bot token travels to url.
-        return _token_url(value)
-
-    @field_validator("command_token")
-    @classmethod
-    def _command_token(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and len(value.get_secret_value()) < 16:
-            raise ValueError("must be the token Mattermost shows for the command (26 characters)")
-        return value
-
-    @property
-    def configured(self) -> bool:
-        """Whether the surface is on: a server URL and a bot token are set."""
-        return bool(self.url and self.bot_token and self.bot_token.get_secret_value())
 
 
 class ServeSettings(BaseModel):
@@ -1144,8 +775,8 @@ def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("search2o", appauthor=False))
 
 
-class Settings(BaseSettings):
-    """Every setting of a search2o process.
+class CoreSettings(BaseSettings):
+    """Every core setting of a search2o process; :data:`Settings` adds the extensions' sections.
 
     Attributes:
         data_dir: where the SQLite file, keyrings and uploads live (platform user data folder).
@@ -1184,12 +815,8 @@ class Settings(BaseSettings):
     api: ApiSettings = Field(default_factory=ApiSettings)
     runs: RunSettings = Field(default_factory=RunSettings)
     jobs: JobSettings = Field(default_factory=JobSettings)
-    mcp: McpSettings = Field(default_factory=McpSettings)
-    slack: SlackSettings = Field(default_factory=SlackSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     oidc: OidcSettings = Field(default_factory=OidcSettings)
-    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
-    mattermost: MattermostSettings = Field(default_factory=MattermostSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
@@ -1235,6 +862,39 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.data_dir / 'search2o.db'}"
 
 
+def assemble(found: tuple[extensions.Extension, ...]) -> type[CoreSettings]:
+    """Return the root settings class: :class:`CoreSettings` plus a field per extension section.
+
+    Each extension with ``settings`` adds the field ``<name>`` (default: the section's
+    defaults), read like a core section from ``SEARCH2O_<NAME>__*`` and ``[<name>]``.
+
+    Raises:
+        ConfigError: an extension's name is already a core setting.
+
+    """
+    fields: dict[str, Any] = {}
+    for extension in found:
+        if extension.settings is None:
+            continue
+        if extension.name in CoreSettings.model_fields:
+            raise ConfigError(
+                f"extension {extension.name!r} ({extensions.GROUP}) names a core setting; "
+                "an extension's section needs a name of its own"
+            )
+        fields[extension.name] = (extension.settings, Field(default_factory=extension.settings))
+    root = create_model(  # pydantic "Dynamic model creation"
+        "Settings", __base__=CoreSettings, __module__=__name__, **fields
+    )
+    root.__doc__ = CoreSettings.__doc__
+    return root
+
+
+if TYPE_CHECKING:
+    Settings = CoreSettings
+else:
+    Settings = assemble(extensions.discover())
+"""The root settings: the core's sections and every installed extension's (:func:`assemble`)."""
+
 _WILDCARD = frozenset({"0.0.0.0", "::", ""})
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -1256,14 +916,6 @@ def server_url(settings: Settings, *, for_people: bool = True) -> str:
     elif ":" in host:
         host = f"[{host}]"
     return f"http://{host}:{settings.port}"
-
-
-def public_url(settings: Settings) -> str:
-    """Return the server's address as browsers reach it: ``mcp.public_url`` or :func:`server_url`.
-
-    Sign-in links and the OIDC redirect URL are built on it.
-    """
-    return settings.mcp.public_url or server_url(settings)
 
 
 def _config_file_path() -> Path | None:

@@ -2,7 +2,7 @@
 
 Every error the product raises on purpose is a :class:`Search2oError`. Third-party errors are
 mapped at the boundary (``raise StorageError(...) from exc``). The HTTP API maps each class to
-exactly one status in :data:`search2o.api.errors.STATUS_BY_ERROR`; the CLI exits with code 2 on
+exactly one status in :data:`search2o.wire.errors.STATUS_BY_ERROR`; the CLI exits with code 2 on
 an :class:`InputError` and 1 on any other :class:`Search2oError`.
 
 Tree::
@@ -25,7 +25,7 @@ Tree::
     ├── KeyUnavailableError          a key-encryption key cannot be used         (503)
     ├── HookError                    an enterprise hook failed or replied badly  (502)
     └── RunError                     an agent run stopped: fail, or an error in a
-                                     command (search2o.agents.interpreter)       (422)
+                                     command (the agent interpreter)             (422)
 
 Messages name the bad value and the rule, and say the fix where there is one.
 """
@@ -46,6 +46,7 @@ __all__ = [
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "ProviderError",
+    "RunError",
     "Search2oError",
     "StorageError",
     "UnsupportedFileError",
@@ -166,3 +167,17 @@ class HookError(Search2oError):
         self.hook = hook
         self.operation = operation
         self.reason = reason
+
+
+class RunError(Search2oError):
+    """The run stopped: a ``fail`` command, or an error naming the function and command.
+
+    Attributes:
+        function, command: where it stopped (``command`` is the command key, e.g. ``llm``).
+
+    """
+
+    def __init__(self, message: str, function: str = "", command: str = "") -> None:
+        super().__init__(message)
+        self.function = function
+        self.command = command

@@ -146,9 +146,7 @@ class ProviderKeys:
                 f"{str(document.get('issuer'))[:200]!r}, not {self._setting} {self.issuer!r}"
             )
         jwks_uri = document.get("jwks_uri")
-        problem = (
-            url_problem(jwks_uri, secure=True) if isinstance(jwks_uri, str) else "is missing"
-        )
+        problem = url_problem(jwks_uri, secure=True) if isinstance(jwks_uri, str) else "is missing"
         if problem is not None:
             raise AuthenticationError(f"identity provider jwks_uri: {problem}")
         assert isinstance(jwks_uri, str)

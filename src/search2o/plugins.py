@@ -11,13 +11,14 @@ Groups: ``search2o.embedders``, ``search2o.chat_models``, ``search2o.web_search`
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from importlib.metadata import entry_points
 from typing import Any
 
 from search2o.errors import ConfigError
 
-__all__ = ["check_members", "installed", "load_factory"]
+__all__ = ["check_members", "installed", "load_factory", "require_extra"]
 
 
 def installed(group: str) -> list[str]:
@@ -69,3 +70,23 @@ def check_members(obj: object, members: tuple[str, ...], what: str) -> None:
         raise ConfigError(
             f"{what} has no {', '.join(missing)}; it must provide {', '.join(members)}"
         )
+
+
+def require_extra(extra: str, what: str, *modules: str) -> None:
+    """Refuse to go on unless the modules of the optional dependency group ``extra`` import.
+
+    Args:
+        extra: the extra's name in ``pyproject.toml`` (``slack``, ``mcp``).
+        what: the feature that needs it, for the message (``the Slack surface``).
+        modules: the top-level modules the extra installs (``slack_sdk``).
+
+    Raises:
+        ConfigError: one is missing; the message names it and the ``pip install`` that adds it.
+
+    """
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise ConfigError(
+                f"{what} needs the `{extra}` extra ({module} is not installed): "
+                f"pip install 'search2o[{extra}]'"
+            )

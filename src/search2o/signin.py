@@ -293,8 +293,7 @@ def begin_oidc(session: Session) -> OidcRequest:
     )
     if int(pending or 0) >= MAX_PENDING_OIDC:
         raise AuthenticationError(
-            "too many sign-ins are in progress at the identity provider: try again in a few "
-            "minutes"
+            "too many sign-ins are in progress at the identity provider: try again in a few minutes"
         )
     request = OidcRequest(
         secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48)

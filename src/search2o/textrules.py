@@ -74,9 +74,7 @@ def check_text(
         raise InputError(field, problem)
     if max_chars is not None and len(text) > max_chars:
         where = f" ({setting})" if setting else ""
-        raise InputError(
-            field, f"is {len(text)} characters long; the limit is {max_chars}{where}"
-        )
+        raise InputError(field, f"is {len(text)} characters long; the limit is {max_chars}{where}")
     return text
 
 

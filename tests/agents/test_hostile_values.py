@@ -14,8 +14,7 @@ import pytest
 
 from search2o.agents.definition import DefinitionError, check_inputs, parse_definition
 from search2o.agents.expressions import ExpressionError, compile_expression
-from search2o.agents.interpreter import RunError
-from search2o.errors import InputError
+from search2o.errors import InputError, RunError
 from search2o.runtime import Runtime
 from tests.agents.test_interpreter import FakeServices, definition, interpreter
 from tests.memory.conftest import add_user
@@ -226,8 +225,10 @@ def test_through_the_api_bad_text_is_a_422_on_either_backend(
     for body, field in (
         ('{"message": "a\\ud800", "agent": "demo", "stream": false}', "message"),
         ('{"message": "a\\u0000", "agent": "demo", "stream": false}', "message"),
-        ('{"message": "go", "agent": "demo", "stream": false, "inputs": {"\\udc00": 1}}',
-         'inputs["\\udc00"]'),
+        (
+            '{"message": "go", "agent": "demo", "stream": false, "inputs": {"\\udc00": 1}}',
+            'inputs["\\udc00"]',
+        ),
     ):
         answer = token_api.post(
             "/v1/chat", content=body, headers={**user, "content-type": "application/json"}

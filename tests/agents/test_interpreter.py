@@ -14,9 +14,9 @@ from search2o.agents.interpreter import (
     Paused,
     RunContext,
     RunEffects,
-    RunError,
     RunLimits,
 )
+from search2o.errors import RunError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage
 from search2o.state.model import ConversationState

@@ -67,9 +67,7 @@ HOSTILE = {
     # distinct ints with one hash value: CPython does not randomise int hashes
     "int hash flood": "len(set([k * 2305843009213693951 for k in range(40000)]))",
     "int hash flood comprehension": "len({k * 2305843009213693951 for k in range(40000)})",
-    "tuple hash flood": (
-        "len({tuple(-1 - (k >> i & 1) for i in range(14)) for k in range(5000)})"
-    ),
+    "tuple hash flood": ("len({tuple(-1 - (k >> i & 1) for i in range(14)) for k in range(5000)})"),
 }
 
 

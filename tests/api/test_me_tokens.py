@@ -79,9 +79,7 @@ def test_another_users_token_is_answered_like_a_missing_one(
     assert theirs.status_code == missing.status_code == 404
     assert theirs.json()["detail"]["error"] == missing.json()["detail"]["error"]
     assert api.get("/v1/me", headers=bearer(token["token"])).status_code == 200  # untouched
-    assert [t["name"] for t in api.get("/v1/me/tokens", headers=bob).json()["tokens"]] == [
-        "tests"
-    ]
+    assert [t["name"] for t in api.get("/v1/me/tokens", headers=bob).json()["tokens"]] == ["tests"]
     assert api.get("/v1/me/tokens").status_code == 401  # no token in token mode
 
 

@@ -166,8 +166,10 @@ def test_groups_from_the_claim_gate_a_document(oidc: Setup) -> None:
             headers={**headers, "X-Search2o-Client": "web", "Origin": str(oidc.api.base_url)},
         )
         assert search.status_code == 200, search.text
-        found[groups[0]] = (len(hits["documents"] if isinstance(hits, dict) else hits),
-                            [h["source"] for h in search.json()["hits"]])
+        found[groups[0]] = (
+            len(hits["documents"] if isinstance(hits, dict) else hits),
+            [h["source"] for h in search.json()["hits"]],
+        )
     assert found["hr"] == (1, ["upload:payroll.md"])
     assert found["eng"] == (0, [])
 

@@ -23,9 +23,7 @@ def _answer(api: httpx.Client, user: dict[str, str]) -> str:
     return str(answer.json()["message_id"])
 
 
-def _rate(
-    api: httpx.Client, user: dict[str, str], message_id: str, **body: Any
-) -> httpx.Response:
+def _rate(api: httpx.Client, user: dict[str, str], message_id: str, **body: Any) -> httpx.Response:
     return api.put(f"/v1/messages/{message_id}/rating", json=body, headers=user)
 
 

@@ -34,9 +34,7 @@ def link_for(runtime: Runtime, email: str, *, admin: bool = False, minutes: int 
 
 def use_link(api: httpx.Client, value: str, **extra: str) -> httpx.Response:
     """Press "Sign in" on the app's confirmation page: ``POST /v1/auth/link/{value}``."""
-    return api.post(
-        f"/v1/auth/link/{value}", headers={**WEB, "Origin": str(api.base_url), **extra}
-    )
+    return api.post(f"/v1/auth/link/{value}", headers={**WEB, "Origin": str(api.base_url), **extra})
 
 
 def sign_in(api: httpx.Client, runtime: Runtime, email: str, *, admin: bool = False) -> str:
@@ -143,7 +141,11 @@ def test_the_session_endpoint_tells_signed_in_from_signed_out(
 ) -> None:
     out_ = token_api.get("/v1/auth/session").json()
     assert out_ == {
-        "signed_in": False, "email": None, "name": None, "is_admin": False, "methods": ["link"]
+        "signed_in": False,
+        "email": None,
+        "name": None,
+        "is_admin": False,
+        "methods": ["link"],
     }
     cookie = sign_in(token_api, token_runtime, "ann@example.com")
     signed = token_api.get("/v1/auth/session", headers=browser(token_api, cookie)).json()

@@ -44,9 +44,7 @@ def test_conversation_pages_cover_every_conversation_once_pinned_first(
     ids = seed_conversations(
         token_runtime, token_runtime.principal_for("bob@example.com"), 23, days=5
     )
-    seed_conversations(
-        token_runtime, token_runtime.principal_for("eve@example.com"), 4, days=5
-    )
+    seed_conversations(token_runtime, token_runtime.principal_for("eve@example.com"), 4, days=5)
     seen: list[dict[str, object]] = []
     cursor = None
     for _ in range(10):
@@ -73,12 +71,8 @@ def test_title_search_reads_only_the_callers_titles(
 ) -> None:
     bob = add_user(token_runtime, "bob@example.com")
     eve = add_user(token_runtime, "eve@example.com")
-    seed_conversations(
-        token_runtime, token_runtime.principal_for("bob@example.com"), 30, days=5
-    )
-    seed_conversations(
-        token_runtime, token_runtime.principal_for("eve@example.com"), 30, days=5
-    )
+    seed_conversations(token_runtime, token_runtime.principal_for("bob@example.com"), 30, days=5)
+    seed_conversations(token_runtime, token_runtime.principal_for("eve@example.com"), 30, days=5)
     found = token_api.get("/v1/me/conversations", params={"q": "QUESTION 17 "}, headers=bob)
     assert [c["title"] for c in found.json()["conversations"]] == [title_of(17)]
     ids_bob = {

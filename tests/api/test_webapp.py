@@ -109,5 +109,3 @@ def test_the_web_app_sends_its_client_header_on_every_request() -> None:
     assert client.count('"same-origin"') == 1
     assert client.count('credentials: remote ? "omit" : "same-origin"') == 1
     assert "localStorage" not in client and "Authorization" not in client
-
-

@@ -173,9 +173,7 @@ def test_a_new_data_folder_is_owner_only_with_everything_in_it(tmp_path: Path) -
     with Runtime(Settings(data_dir=data)):
         pass
     assert _mode(data) == 0o700
-    assert {p.name: _mode(p) & 0o077 for p in data.iterdir()} == {
-        p.name: 0 for p in data.iterdir()
-    }
+    assert {p.name: _mode(p) & 0o077 for p in data.iterdir()} == {p.name: 0 for p in data.iterdir()}
     assert {"keyring.json", "search2o.db"} <= {p.name for p in data.iterdir()}
 
 

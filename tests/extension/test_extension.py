@@ -180,7 +180,7 @@ def test_a_prompt_injection_page_changes_nothing_and_leaks_no_document(
         assert side.errors == []
     assert "compensation committee every spring" not in html  # the hr document never shows
     assert "salaries.md" not in html
-    assert "pwned" not in html and "<img src=\"x\"" not in html
+    assert "pwned" not in html and '<img src="x"' not in html
 
 
 def test_the_options_page_stores_the_server_address_and_signs_in(
@@ -216,9 +216,7 @@ def test_the_options_page_stores_the_server_address_and_signs_in(
     shot(page, "extension-options")
 
 
-def test_a_revoked_device_token_shows_the_panel_signed_out(
-    browser: Browser, site: Site
-) -> None:
+def test_a_revoked_device_token_shows_the_panel_signed_out(browser: Browser, site: Site) -> None:
     from playwright.sync_api import expect
 
     token = signed_in(browser, site, "eve@example.com")

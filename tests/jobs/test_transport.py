@@ -102,9 +102,9 @@ def test_negative_control_without_the_conditional_claim_a_redelivery_runs_twice(
     def careless_claim(database: Any, job_id: str, worker: str, lease_s: float, now: Any) -> Any:
         with database.session() as session:
             session.execute(
-                update(Job).where(Job.id == job_id).values(
-                    state="running", attempts=Job.attempts + 1, lease_owner=worker
-                )
+                update(Job)
+                .where(Job.id == job_id)
+                .values(state="running", attempts=Job.attempts + 1, lease_owner=worker)
             )
             row = session.get_one(Job, job_id)
             return Claim(Lease(job_id, worker, row.attempts), row.kind, 9, row.payload, None)

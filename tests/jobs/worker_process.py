@@ -21,9 +21,7 @@ from tests.jobs.kinds import build_registry
 def main() -> None:
     settings = load_settings()
     database = Database(settings.resolved_database_url)
-    queue = JobQueue(
-        settings.jobs, database, build_registry(database), data_dir=settings.data_dir
-    )
+    queue = JobQueue(settings.jobs, database, build_registry(database), data_dir=settings.data_dir)
 
     def announce() -> None:
         while not queue.consuming:

@@ -16,8 +16,7 @@ from search2o.storage.models import Chunk
 from tests.api.test_api import add_user
 
 SENTENCES = [
-    f"Sentence number {i} tells the reader fact {i * 7} about the office."
-    for i in range(400)
+    f"Sentence number {i} tells the reader fact {i * 7} about the office." for i in range(400)
 ]
 LONG = (
     "# Office facts\n\n## First part\n\n"

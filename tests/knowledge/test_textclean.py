@@ -34,5 +34,3 @@ def test_clean_line_bounds_length_with_an_ellipsis() -> None:
 def test_clean_body_keeps_tabs_and_newlines_only() -> None:
     raw = "a\tb\nc\x00d\x01e\x7ff\x9bg\ud800h\u202ei\r\n"
     assert clean_body(raw) == "a\tb\ncdef" + "g\ufffdh\u202ei\r\n"
-
-

@@ -29,8 +29,8 @@ from tests.mcp.test_tools import MODES
 
 from mcp import Client
 from search2o.api.app import create_app
-from search2o.config import McpSettings
 from search2o.runtime import Runtime
+from search2o.surfaces.mcp.settings import McpSettings
 
 pytestmark = pytest.mark.slow
 
@@ -86,9 +86,7 @@ def test_the_sdk_client_searches_and_fetches_over_http(
         forbidden = await client.call_tool("fetch", {"id": hr})
         return client.protocol_version, listing, found, fetched, forbidden
 
-    negotiated, listing, found, fetched, forbidden = over_http(
-        api, handbook.bob_auth, mode, body
-    )
+    negotiated, listing, found, fetched, forbidden = over_http(api, handbook.bob_auth, mode, body)
     assert negotiated == ("2025-11-25" if mode == "legacy" else mode)
     assert tools_of(listing) == golden_tools()
     results = structured(found)["results"]
@@ -184,9 +182,7 @@ def test_a_host_outside_the_allowlist_answers_421_a_configured_one_200(
         assert refused.status_code == 421, (host, refused.text)
         anonymous = api.post("/mcp", json=INITIALIZE, headers={**JSON_RPC, **extra})
         assert anonymous.status_code == 421 and "WWW-Authenticate" not in anonymous.headers
-    accepted = api.post(
-        "/mcp", json=INITIALIZE, headers={**headers, "Host": "search.example.com"}
-    )
+    accepted = api.post("/mcp", json=INITIALIZE, headers={**headers, "Host": "search.example.com"})
     assert accepted.status_code == 200, accepted.text
     assert accepted.json()["result"]["serverInfo"]["name"] == "search2o"
 

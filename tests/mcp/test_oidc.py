@@ -25,10 +25,10 @@ from tests.mcp.conftest import QUESTION, Handbook, structured
 from tests.mcp.test_http import INITIALIZE, JSON_RPC, over_http
 
 from search2o.api.app import create_app
-from search2o.config import McpSettings
 from search2o.errors import AuthenticationError
 from search2o.runtime import Runtime
 from search2o.surfaces.mcp.oidc import OidcVerifier
+from search2o.surfaces.mcp.settings import McpSettings
 from search2o.surfaces.mcp.urls import McpUrls
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,8 @@ from tests.mcp.conftest import (
 
 from mcp import Client
 from search2o.accounts import Principal
-from search2o.surfaces.mcp import McpUrls, build_mcp_server
+from search2o.surfaces.mcp.server import build_mcp_server
+from search2o.surfaces.mcp.urls import McpUrls
 
 pytestmark = pytest.mark.slow
 

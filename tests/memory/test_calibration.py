@@ -90,8 +90,7 @@ def test_threshold_calibration_and_the_hybrid_measurement(
     generic = vector_only([f"note {i}: {text}" for i, text in enumerate(MEMORIES.values())])
     rows = [(f"cosine + {used} x BM25 share, label + text (used)", store)]
     rows += [
-        (f"cosine + {w} x BM25 share", scores)
-        for w, scores in zip(WEIGHTS, weighted, strict=True)
+        (f"cosine + {w} x BM25 share", scores) for w, scores in zip(WEIGHTS, weighted, strict=True)
     ]
     rows += [
         ("cosine alone, text only", text_only),

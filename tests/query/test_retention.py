@@ -193,9 +193,7 @@ def test_the_sweep_deletes_ended_sessions_and_spent_sign_in_grants(runtime: Runt
             (WebSession, WebSession.token_hash, expired),
             (SigninGrant, SigninGrant.value_hash, stale),
         ):
-            session.execute(
-                update(table).where(column == _sha256(value)).values(expires_at=past)
-            )
+            session.execute(update(table).where(column == _sha256(value)).values(expires_at=past))
         session.execute(
             update(SigninGrant).where(SigninGrant.kind == "oidc").values(expires_at=past)
         )

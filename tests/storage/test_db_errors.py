@@ -29,7 +29,12 @@ def engine_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFi
 def _logged(exc: BaseException) -> str:
     """The JSON line the server writes for an unhandled error (with its chained causes)."""
     record = logging.LogRecord(
-        "search2o.api", logging.ERROR, __file__, 1, "unhandled error", None,
+        "search2o.api",
+        logging.ERROR,
+        __file__,
+        1,
+        "unhandled error",
+        None,
         (type(exc), exc, exc.__traceback__),
     )
     return JsonFormatter().format(record)

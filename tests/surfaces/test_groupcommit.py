@@ -78,9 +78,7 @@ class Hold:
         self._released.set()
 
 
-def burst(
-    taker: GroupCommit, inbounds: list[Inbound], hold: Hold
-) -> list[Outcome | BaseException]:
+def burst(taker: GroupCommit, inbounds: list[Inbound], hold: Hold) -> list[Outcome | BaseException]:
     """Take ``inbounds`` from as many threads; the first write waits in ``hold``."""
     results: list[Outcome | BaseException] = [RuntimeError("not taken")] * len(inbounds)
 

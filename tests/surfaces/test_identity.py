@@ -18,7 +18,7 @@ from search2o.storage.models import User, utcnow
 from search2o.storage.surface_models import LinkCode, SharedPrincipal, SurfaceIdentity
 from search2o.surfaces import identity
 from search2o.surfaces.identity import CODE_ALPHABET, canonical_code, new_code
-from search2o.surfaces.names import check_external_id, check_surface, check_workspace
+from search2o.wire.names import check_external_id, check_surface, check_workspace
 
 CODE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{3}$")
 BAD_CODE = (

@@ -106,9 +106,7 @@ def test_login_link_sign_in_and_sign_out(
     page.context.close()
 
 
-def test_identity_provider_sign_in(
-    browser: Any, provider_site: tuple[Site, TestProvider]
-) -> None:
+def test_identity_provider_sign_in(browser: Any, provider_site: tuple[Site, TestProvider]) -> None:
     from playwright.sync_api import expect
 
     site, provider = provider_site

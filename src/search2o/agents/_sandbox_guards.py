@@ -875,9 +875,7 @@ def _check_index(
     return _check_scan(run, s, args, kwargs)
 
 
-def _check_key(
-    run: _Run, s: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Any, ...]:
+def _check_key(run: _Run, s: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     # dict.get hashes its key.
     if args:
         run.deep(args[0])

@@ -112,8 +112,11 @@ def schema_problems(schema: Mapping[str, Any]) -> list[tuple[list[Segment], str]
     _walk(schema, [], problems, references, shape)
     if shape["unevaluated"] and shape["patterns"]:
         problems.append(
-            ([], "cannot combine unevaluatedProperties with patternProperties (patterns "
-             "would run outside the linear-time matcher)")
+            (
+                [],
+                "cannot combine unevaluatedProperties with patternProperties (patterns "
+                "would run outside the linear-time matcher)",
+            )
         )
     dialect = schema.get("$schema")
     if dialect is not None and (
@@ -164,13 +167,19 @@ def _walk(
                 references.append((here, value))
             else:
                 problems.append(
-                    (here, "must refer inside the schema ('#/$defs/name' or '#anchor'); "
-                     "remote and file references are never fetched")
+                    (
+                        here,
+                        "must refer inside the schema ('#/$defs/name' or '#anchor'); "
+                        "remote and file references are never fetched",
+                    )
                 )
         elif key == "$id" and isinstance(value, str) and not value.startswith("#"):
             problems.append(
-                (here, "may not set a base URI: a schema is one document; use $defs with "
-                 "'#/$defs/name' references or $anchor")
+                (
+                    here,
+                    "may not set a base URI: a schema is one document; use $defs with "
+                    "'#/$defs/name' references or $anchor",
+                )
             )
         elif key == "$schema" and path:
             problems.append((here, "may only be given at the top of the schema"))

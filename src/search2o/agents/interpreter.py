@@ -35,7 +35,7 @@ from search2o.agents._schemas import answer_problem
 from search2o.agents.commands_schema import Command
 from search2o.agents.definition import AgentDefinition, text_problems
 from search2o.agents.expressions import Namespace, SandboxLimits, render
-from search2o.errors import InputError, Search2oError
+from search2o.errors import InputError, RunError, Search2oError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage, Passage
 from search2o.query.citations import CitationRegistry, section_key
@@ -87,20 +87,6 @@ class Services(Protocol):
     ) -> list[dict[str, Any]]:
         """Search the user's memories (``{agentName, label, text, createdAt}``, best first)."""
         ...
-
-
-class RunError(Search2oError):
-    """The run stopped: a ``fail`` command, or an error naming the function and command.
-
-    Attributes:
-        function, command: where it stopped (``command`` is the command key, e.g. ``llm``).
-
-    """
-
-    def __init__(self, message: str, function: str = "", command: str = "") -> None:
-        super().__init__(message)
-        self.function = function
-        self.command = command
 
 
 @dataclass

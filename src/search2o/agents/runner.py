@@ -41,16 +41,10 @@ from sqlalchemy.orm import Session
 from search2o import aio
 from search2o.accounts import Principal
 from search2o.agents.definition import AgentDefinition, check_inputs
-from search2o.agents.interpreter import (
-    Interpreter,
-    Paused,
-    RunContext,
-    RunEffects,
-    RunError,
-)
+from search2o.agents.interpreter import Interpreter, Paused, RunContext, RunEffects
 from search2o.config import Settings
 from search2o.crypto.vault import Vault
-from search2o.errors import ConflictError, Search2oError
+from search2o.errors import ConflictError, RunError, Search2oError
 from search2o.events import (
     ConversationEvent,
     DeltaEvent,
@@ -306,9 +300,7 @@ class AgentRunner:
             _Services(self, run),
             effects,
             trace=run.validation,
-            on_step=lambda function, key: emit(
-                StepEvent(function=function, command=key)
-            ),
+            on_step=lambda function, key: emit(StepEvent(function=function, command=key)),
         )
         waiting = _waiting_run(state)
         started = _now()
@@ -522,9 +514,7 @@ class AgentRunner:
         extra: dict[str, Any] = {}
         if run.validation:
             extra["trace"] = [entry.to_json() for entry in effects.trace]
-        return error_event(
-            error, message_id=message_id, conversation_id=conversation_id, **extra
-        )
+        return error_event(error, message_id=message_id, conversation_id=conversation_id, **extra)
 
     # --- services -------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from search2o.api.schemas import text_field
+from search2o.wire.fields import text_field
 
 __all__ = ["AgentDeletedPublic", "AgentListPublic", "AgentPutPublic", "AgentSummaryPublic"]
 

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
-from starlette.routing import BaseRoute, compile_path
+from starlette.routing import compile_path
 from starlette.types import Scope
 
+from search2o import extensions
 from search2o.api.docs_pages import install_docs_pages
 from search2o.api.errors import install_error_handlers
 from search2o.api.headers import SecurityHeaders
@@ -63,7 +64,7 @@ from search2o.runtime import Runtime
 from search2o.storage.db import Database
 
 if TYPE_CHECKING:
-    from search2o.surfaces.mcp import McpEndpoint
+    pass
 
 __all__ = ["create_app"]
 
@@ -117,15 +118,13 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             instrument_queue(queue, tracing)
             await asyncio.to_thread(queue.start_consumer)
         async with AsyncExitStack() as stack:
-            if app.state.mcp is not None:  # its transport serves inside the lifespan
-                await stack.enter_async_context(app.state.mcp.running())
+            for context in serving:  # an extension's transport serves inside the lifespan
+                await stack.enter_async_context(context)
             yield
         # SIGTERM: uvicorn has stopped accepting and given responses in flight serve.drain_s;
         # now running jobs finish or are released, and answers still running store their
         # partial text (followable from any process) before the database closes.
         await asyncio.to_thread(queue.stop_consumer)
-        if app.state.slack is not None:
-            app.state.slack.close()
         await rt.chat.close()
         await rt.chat_models.aclose()  # the model clients of this loop, before it ends
         probe.close()
@@ -172,11 +171,14 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     ]
     for router in routers:
         app.include_router(router)
-    app.state.mcp = _mount_mcp(app, rt)
-    app.state.slack = None
-    _mount_slack(app, rt)
-    _mount_telegram(app, rt)
-    _mount_mattermost(app, rt)
+    # Every extension's routes (surfaces, connectors: docs/architecture.md); what each returns
+    # runs while the app serves.
+    serving = [
+        context
+        for extension in extensions.discover()
+        if extension.add_routes is not None
+        and (context := extension.add_routes(app, rt)) is not None
+    ]
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
@@ -207,90 +209,6 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         route_of=_route_templates(routers),
     )
     return app
-
-
-def _mount_mcp(app: FastAPI, runtime: Runtime) -> McpEndpoint | None:
-    """Serve the MCP endpoint at ``/mcp`` (docs/mcp.md) unless ``mcp.enabled`` is false.
-
-    Without the ``mcp`` extra installed the API serves without it and says so once.
-    """
-    if not runtime.settings.mcp.enabled:
-        return None
-    try:
-        from search2o.surfaces.mcp import McpEndpoint
-    except ConfigError as exc:
-        log.warning("MCP endpoint off: %s", exc.message)
-        return None
-    endpoint = McpEndpoint(runtime)
-    app.router.routes.extend(endpoint.routes())
-    return endpoint
-
-
-def _route_first(app: FastAPI, routes: list[BaseRoute]) -> None:
-    """Put a messenger's webhook ``routes`` ahead of the API's routers.
-
-    The router tries its routes in order, and each included router is matched route by route:
-    behind the API's nineteen routers a Slack request spent about 1.1 ms of the event loop on
-    matching alone (cProfile of 300 requests: 3.4 ms of loop time each, 1.2 ms once first).
-    A messenger waits for its acknowledgement (Slack: 3 s) and arrives in bursts, so its
-    paths, which no API path shares, are matched first (bench/slack.py: p99 186-230 ms
-    instead of 218-457 ms).
-    """
-    app.router.routes[:0] = routes
-
-
-def _mount_slack(app: FastAPI, runtime: Runtime) -> None:
-    """Serve ``/slack/events`` and ``/slack/interactions`` (docs/slack.md) in ``http`` mode.
-
-    Only when the ``slack`` section is configured; without the ``slack`` extra installed the
-    API serves without them and says so once. A section half set (one of the bot token and
-    the signing secret) says which setting is missing, and a configured Slack in ``socket``
-    mode says that this server does not serve the routes: either way ``/slack/events`` would
-    otherwise answer a bare 404 that Slack's URL check reports without a reason.
-    """
-    slack = runtime.settings.slack
-    if not slack.configured:
-        if slack.bot_token or slack.signing_secret:
-            missing = "slack.signing_secret" if slack.bot_token else "slack.bot_token"
-            log.warning("Slack is off: %s is not set (both are needed, docs/slack.md)", missing)
-        return
-    if slack.mode != "http":
-        log.info("Slack in socket mode: /slack/events is not served; run `search2o slack socket`")
-        return
-    try:
-        from search2o.surfaces.slack import SlackIngress, SlackPipeline, store
-        from search2o.surfaces.slack.commands import SlashCommand
-        from search2o.surfaces.slack.surface import shared_client
-    except ConfigError as exc:
-        log.warning("Slack endpoints off: %s", exc.message)
-        return
-    pipeline = SlackPipeline(slack, store(runtime), runtime.jobs)
-    command = SlashCommand(shared_client(runtime.settings))
-    ingress = SlackIngress(slack, pipeline, command)
-    _route_first(app, ingress.routes())
-    app.state.slack = ingress
-    log.info("Slack in http mode: POST /slack/events and /slack/interactions")
-
-
-def _mount_telegram(app: FastAPI, runtime: Runtime) -> None:
-    """Serve ``POST /telegram/webhook`` (docs/telegram.md) in ``webhook`` mode."""
-    telegram = runtime.settings.telegram
-    if not telegram.configured or telegram.mode != "webhook":
-        return
-    from search2o.surfaces.telegram import TelegramWebhook, bot_api, pipeline
-
-    api = bot_api(runtime.settings)  # only for one getMe when the username is not configured
-    _route_first(app, TelegramWebhook(telegram, pipeline(runtime, api)).routes())
-
-
-def _mount_mattermost(app: FastAPI, runtime: Runtime) -> None:
-    """Serve ``/mattermost/actions`` and ``/mattermost/command`` (docs/mattermost.md)."""
-    if not runtime.settings.mattermost.configured:
-        return
-    from search2o.surfaces.mattermost import ingress, rest_api
-
-    api = rest_api(runtime.settings)  # only for one GET /users/me (who the bot is)
-    _route_first(app, ingress(runtime, api).routes())
 
 
 def _route_templates(routers: list[APIRouter]) -> Callable[[Scope], str | None]:

@@ -25,7 +25,8 @@ from search2o.errors import AuthenticationError, PermissionDeniedError
 from search2o.netpolicy import is_loopback_host
 from search2o.runtime import Runtime
 from search2o.signin import resolve_session
-from search2o.surfaces.identity import ACT_AS_HEADER, acting_principal
+from search2o.surfaces.identity import acting_principal
+from search2o.wire.names import ACT_AS_HEADER
 
 __all__ = [
     "ACT_AS_HEADER",

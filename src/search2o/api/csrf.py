@@ -32,6 +32,7 @@ from starlette.types import Scope
 
 from search2o.config import Settings
 from search2o.signin import COOKIE_NAME, LINK_API_PATH
+from search2o.surfaces.mcp.settings import mcp_settings
 
 __all__ = [
     "CLIENT_HEADER",
@@ -82,7 +83,7 @@ def own_origins(scope: Scope, settings: Settings) -> set[str]:
         own = origin_of(f"{scheme}://{host}")
         if own is not None:
             origins.add(own)
-    public = origin_of(settings.mcp.public_url)
+    public = origin_of(mcp_settings(settings).public_url)
     if public is not None:
         origins.add(public)
     return origins

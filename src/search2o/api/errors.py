@@ -25,7 +25,7 @@ from starlette.routing import compile_path
 
 from search2o import errors
 from search2o.agents.definition import DefinitionError
-from search2o.agents.interpreter import RunError
+from search2o.wire.errors import STATUS_BY_ERROR
 
 __all__ = [
     "BODY_SETTING_KEY",
@@ -38,27 +38,6 @@ __all__ = [
 
 BODY_SETTING_KEY = "search2o.body_setting"
 """Where :mod:`search2o.api.ingress` notes, in the ASGI scope, which setting bounds the body."""
-
-STATUS_BY_ERROR: dict[type[errors.Search2oError], int] = {
-    errors.Search2oError: 500,
-    errors.ConfigError: 500,
-    errors.InputError: 422,
-    errors.UnsupportedFileError: 422,
-    errors.CorruptFileError: 422,
-    errors.PayloadTooLargeError: 413,
-    errors.AuthenticationError: 401,
-    errors.PermissionDeniedError: 403,
-    errors.NotFoundError: 404,
-    errors.ConflictError: 409,
-    errors.IndexMismatchError: 409,
-    errors.StorageError: 503,
-    errors.ProviderError: 502,
-    errors.IntegrityCheckError: 500,
-    errors.KeyUnavailableError: 503,
-    errors.HookError: 502,
-    # An agent run stopped: its own `fail`, or an error naming the function and command.
-    RunError: 422,
-}
 
 
 def status_for(exc: errors.Search2oError) -> int:

@@ -142,4 +142,3 @@ class Ingress:
 def _needs_caller(path: str) -> bool:
     """``/v1/`` paths need a caller, except the probes and the sign-in routes."""
     return path.startswith("/v1/") and path not in OPEN_PATHS and not path.startswith(SIGNIN_PREFIX)
-

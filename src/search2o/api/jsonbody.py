@@ -87,9 +87,7 @@ def parse_json_body(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     except UnicodeDecodeError as exc:
         raise json.JSONDecodeError(f"not UTF-8 (byte {exc.start})", "", 0) from None
     try:
-        value = json.loads(
-            text, parse_constant=_refuse_constant, object_pairs_hook=_unique_object
-        )
+        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_object)
     except json.JSONDecodeError:
         raise
     except RecursionError:

@@ -11,7 +11,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from search2o.accounts import Plan
-from search2o.api.chat_schemas import ConversationPublic
+from search2o.wire.chat import ConversationPublic
 
 __all__ = [
     "ConversationPagePublic",

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from search2o.api.schemas import text_field
+from search2o.wire.fields import text_field
 
 __all__ = [
     "MemoryHitPublic",

@@ -26,11 +26,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from search2o.accounts import create_user, normalize_email
-from search2o.config import Settings, public_url
+from search2o.config import Settings
 from search2o.errors import AuthenticationError, InputError
 from search2o.idp import ProviderKeys, groups_from_claims, validate_claims
 from search2o.signin import OidcRequest
 from search2o.storage.models import User
+from search2o.surfaces.mcp.settings import mcp_settings, public_url
 from search2o.terminal import has_controls
 from search2o.textrules import text_problem
 
@@ -62,7 +63,10 @@ class OidcSignin:
         self._redirect_url = oidc.redirect_url or public_url(settings) + CALLBACK_PATH
         # The MCP server's verifier holds its own keys of the same issuer; both follow rotation.
         self.keys = ProviderKeys(
-            oidc.issuer, settings.mcp.oidc_timeout_s, settings.mcp.oidc_jwks_cache_s, "oidc.issuer"
+            oidc.issuer,
+            mcp_settings(settings).oidc_timeout_s,
+            mcp_settings(settings).oidc_jwks_cache_s,
+            "oidc.issuer",
         )
 
     def _client(self) -> OAuth2Client:
@@ -75,7 +79,7 @@ class OidcSignin:
             redirect_uri=self._redirect_url,
             code_challenge_method="S256",
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
-            timeout=self._settings.mcp.oidc_timeout_s,
+            timeout=mcp_settings(self._settings).oidc_timeout_s,
             follow_redirects=False,
         )
 
@@ -89,7 +93,9 @@ class OidcSignin:
         endpoint = self.keys.endpoint("authorization_endpoint")
         with self._client() as client:
             url, _ = client.create_authorization_url(
-                endpoint, state=request.state, nonce=request.nonce,
+                endpoint,
+                state=request.state,
+                nonce=request.nonce,
                 code_verifier=request.code_verifier,
             )
         return str(url)
@@ -107,9 +113,7 @@ class OidcSignin:
         endpoint = self.keys.endpoint("token_endpoint")
         try:
             with self._client() as client:
-                token = client.fetch_token(
-                    endpoint, code=code, code_verifier=request.code_verifier
-                )
+                token = client.fetch_token(endpoint, code=code, code_verifier=request.code_verifier)
         except OAuthError as exc:
             raise AuthenticationError(f"{_WHAT} refused by the provider: {exc.error}") from exc
         except Exception as exc:  # httpx errors and bodies that are no token response
@@ -117,13 +121,13 @@ class OidcSignin:
         id_token = token.get("id_token")
         if not isinstance(id_token, str):
             raise AuthenticationError(f"{_WHAT} refused: the provider returned no ID token")
-        algorithms = list(self._settings.mcp.oidc_algorithms)
+        algorithms = list(mcp_settings(self._settings).oidc_algorithms)
         claims = self.keys.decode(id_token, algorithms, f"{_WHAT} (ID token)")
         validate_claims(
             claims,
             issuer=self.keys.issuer,
             audience=self._client_id,
-            leeway_s=self._settings.mcp.oidc_leeway_s,
+            leeway_s=mcp_settings(self._settings).oidc_leeway_s,
             what=f"{_WHAT} (ID token)",
             nonce=request.nonce,
         )
@@ -141,9 +145,7 @@ class OidcSignin:
         name = claims.get("name")
         usable = isinstance(name, str) and text_problem(name) is None and not has_controls(name)
         display = name.strip()[:200] if usable and isinstance(name, str) else ""
-        groups = (
-            groups_from_claims(dict(claims), oidc.groups_claim) if oidc.groups_claim else None
-        )
+        groups = groups_from_claims(dict(claims), oidc.groups_claim) if oidc.groups_claim else None
         user = session.scalar(select(User).where(User.email == email))
         if user is None:
             user = create_user(session, email, display_name=display)
@@ -151,4 +153,3 @@ class OidcSignin:
             user.groups = groups
         session.flush()
         return user
-

@@ -161,9 +161,7 @@ def install_openapi(app: FastAPI, settings: Settings) -> None:
                 description=app.description,
                 routes=app.routes,
             )
-            document.setdefault("components", {}).setdefault("schemas", {}).update(
-                event_schemas()
-            )
+            document.setdefault("components", {}).setdefault("schemas", {}).update(event_schemas())
             app.openapi_schema = apply_setting_limits(document, settings)
         return app.openapi_schema
 

@@ -131,9 +131,7 @@ async def check_readiness(runtime: Runtime, probe: ProbeThread, head: str) -> Re
 
 def _jobs_check(runtime: Runtime) -> CheckPublic:
     if runtime.settings.jobs.server_workers == 0:
-        return CheckPublic(
-            ok=True, detail="no consumer in this process (jobs.server_workers = 0)"
-        )
+        return CheckPublic(ok=True, detail="no consumer in this process (jobs.server_workers = 0)")
     if "jobs" in runtime.__dict__ and runtime.jobs.consuming:
         return CheckPublic(ok=True, detail="the job consumer runs")
     return CheckPublic(ok=False, detail="the job consumer of this process is not running")

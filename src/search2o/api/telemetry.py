@@ -50,6 +50,7 @@ def _loggable(path: str) -> str:
             return shown
     return path
 
+
 log = logging.getLogger("search2o.api")
 
 _CHAT_PATH = "/v1/chat"
@@ -178,9 +179,7 @@ class Telemetry:
     def _finish(self, scope: Scope, exchange: _Exchange, request_id: str, span: Any) -> None:
         """Count, log and end the span of a request whose response is over."""
         ended = time.perf_counter()
-        route = (
-            getattr(scope.get("route"), "path", None) or self.route_of(scope) or "unmatched"
-        )
+        route = getattr(scope.get("route"), "path", None) or self.route_of(scope) or "unmatched"
         method = scope["method"]
         status = exchange.status
         self.metrics.http_requests.labels(method, route, str(status)).inc()

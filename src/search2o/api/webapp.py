@@ -102,11 +102,7 @@ class WebApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one ASGI call (see the class docstring)."""
-        if (
-            scope["type"] != "http"
-            or scope["method"] not in ("GET", "HEAD")
-            or self._is_api(scope)
-        ):
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or self._is_api(scope):
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]

@@ -260,9 +260,7 @@ class RunStore:
             if getattr(answered, "rowcount", 0):
                 return 1  # its answer is in the conversation: only its last events were lost
             claimed = session.execute(
-                update(Run)
-                .where(*orphan)
-                .values(status="interrupted", finished_at=utcnow())
+                update(Run).where(*orphan).values(status="interrupted", finished_at=utcnow())
             )
             if not getattr(claimed, "rowcount", 0):
                 return 0  # it finished, or another sweeper took it

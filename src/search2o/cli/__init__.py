@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from search2o import extensions
 from search2o.cli import (
     accounts,
     agent_runs,  # noqa: F401 - registers `agents run` and `agents validate`
@@ -14,15 +15,11 @@ from search2o.cli import (
     chat,
     keys,
     knowledge,
-    mattermost,
-    mcp,
     memory,
     retention,
     server,
-    slack,
     state,
     surfaces,
-    telegram,
     worker,
 )
 from search2o.cli.common import OneLineUsageErrors, set_global_options
@@ -68,7 +65,6 @@ app.command(rich_help_panel="Chat")(chat.ask)
 app.command(rich_help_panel="Run")(server.demo)
 app.command(rich_help_panel="Run")(server.serve)
 app.command(rich_help_panel="Run")(worker.worker)
-app.command("mcp", rich_help_panel="Run")(mcp.mcp_stdio)
 app.add_typer(server.db_app, name="db", rich_help_panel="Admin")
 app.add_typer(accounts.users_app, name="users", rich_help_panel="Admin")
 app.add_typer(accounts.tokens_app, name="tokens", rich_help_panel="Admin")
@@ -77,11 +73,11 @@ app.add_typer(retention.retention_app, name="retention", rich_help_panel="Admin"
 app.add_typer(state.state_app, name="state", rich_help_panel="Admin")
 app.add_typer(worker.jobs_app, name="jobs", rich_help_panel="Admin")
 app.add_typer(surfaces.surfaces_app, name="surfaces", rich_help_panel="Admin")
-app.add_typer(slack.slack_app, name="slack", rich_help_panel="Admin")
-app.add_typer(telegram.telegram_app, name="telegram", rich_help_panel="Admin")
-app.add_typer(mattermost.mattermost_app, name="mattermost", rich_help_panel="Admin")
 app.add_typer(memory.memory_app, name="memory", rich_help_panel="Chat")
 app.add_typer(agents.agents_app, name="agents", rich_help_panel="Agents")
+for _extension in extensions.discover():  # surfaces' and connectors' commands
+    if _extension.add_commands is not None:
+        _extension.add_commands(app)
 
 
 def main() -> None:

@@ -17,11 +17,12 @@ from search2o.cli.common import (
     print_json,
     print_plain,
 )
-from search2o.config import public_url
 from search2o.errors import InputError, NotFoundError
 from search2o.signin import LINK_PATH, MAX_LINK_MINUTES, issue_login_link
-from search2o.surfaces.identity import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES, issue_link_code
+from search2o.surfaces.identity import issue_link_code
+from search2o.surfaces.mcp.settings import public_url
 from search2o.user_admin import UserChange, remove_user, update_user
+from search2o.wire.names import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES
 
 __all__ = ["tokens_app", "users_app"]
 

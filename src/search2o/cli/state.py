@@ -43,9 +43,7 @@ def conformance(
         ),
     ],
     # The bounds of state.hook_timeout_s.
-    timeout: Annotated[
-        float, typer.Option(help="Seconds per request.", min=0.1, max=300)
-    ] = 10.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per request.", min=0.1, max=300)] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Run the state store conformance suite against an HTTP state hook.

@@ -36,15 +36,15 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from search2o.api.chat_schemas import ConversationDetailPublic, MessagePublic
-from search2o.api.routers.runs import RunPublic
-from search2o.api.schemas import HealthPublic, SearchPublic
-from search2o.api.surface_schemas import IdentityPublic, LinkCodePublic, ThreadPublic
 from search2o.client.failures import error_from_response
 from search2o.client.sse import SSEDecoder
 from search2o.errors import NotFoundError, ProviderError
 from search2o.events import ConversationEvent, Event, event_from
-from search2o.surfaces.identity import ACT_AS_HEADER
+from search2o.wire.chat import ConversationDetailPublic, MessagePublic
+from search2o.wire.names import ACT_AS_HEADER
+from search2o.wire.runs import RunPublic
+from search2o.wire.schemas import HealthPublic, SearchPublic
+from search2o.wire.surfaces import IdentityPublic, LinkCodePublic, ThreadPublic
 
 __all__ = ["ChatEventItem", "Client", "act_as_shared", "act_as_user"]
 

@@ -1,7 +1,7 @@
 """Error responses of the API back into the exception tree of :mod:`search2o.errors`.
 
 The server answers every error as ``{"detail": {"error": <class>, "message", "field"?,
-"reason"?, ...}}`` with the status of that class (:data:`search2o.api.errors.STATUS_BY_ERROR`).
+"reason"?, ...}}`` with the status of that class (:data:`search2o.wire.errors.STATUS_BY_ERROR`).
 :data:`ERROR_CLASSES` inverts that one table (with the subclasses of its classes, such as an
 agent definition's ``DefinitionError``), so a client raises the very class the server raised:
 ``InputError`` (``field`` and ``reason`` from the body), ``NotFoundError``,
@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from search2o import errors
-from search2o.api.errors import STATUS_BY_ERROR
+from search2o.wire.errors import STATUS_BY_ERROR
 
 __all__ = ["CLASS_BY_STATUS", "ERROR_CLASSES", "error_from_body", "error_from_response"]
 

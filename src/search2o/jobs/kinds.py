@@ -14,14 +14,9 @@ enqueue exactly the kinds a worker can run. Every handler is idempotent (docs/jo
   a conversation's state changes into a snapshot;
 * ``documents.ingest`` (payload ``upload``, ``groups``, ``users``; one per
   ``POST /v1/documents``): ingest the files of an API upload;
-* ``slack.answer`` (payload ``delivery``) and ``slack.rate`` (``delivery``, ``rating``), when
-  the ``slack`` section is configured (:mod:`search2o.surfaces.slack`, docs/slack.md).
-* ``telegram.answer`` (payload ``delivery``) and ``telegram.rate`` (``query``, ``chat``,
-  ``data``), when the ``telegram`` section is configured (:mod:`search2o.surfaces.telegram`,
-  docs/telegram.md).
-* ``mattermost.answer`` (payload ``delivery``) and ``mattermost.rate`` (``delivery``,
-  ``rating``, ``channel``), when the ``mattermost`` section is configured
-  (:mod:`search2o.surfaces.mattermost`, docs/mattermost.md).
+* and every extension's kinds (:mod:`search2o.extensions`): ``slack.answer``/``slack.rate``,
+  ``telegram.*`` and ``mattermost.*`` when that section is configured (docs/slack.md,
+  docs/telegram.md, docs/mattermost.md).
 
 A periodic kind runs at most every ``jobs.tick_s`` (shorter intervals are raised to it), once
 across all consumers.
@@ -31,10 +26,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import delete, select
 
+from search2o import extensions
 from search2o.errors import InputError
 from search2o.jobs.context import JobContext
 from search2o.jobs.queue import JobQueue
@@ -47,12 +43,18 @@ from search2o.storage.models import utcnow
 from search2o.storage.upload_models import UploadPart
 
 if TYPE_CHECKING:
-    from search2o.runtime import Runtime
+    from search2o.chat.service import ChatService
+    from search2o.config import Settings
+    from search2o.crypto.vault import Vault
+    from search2o.knowledge.store import KnowledgeStore
+    from search2o.state.store import StateStore
+    from search2o.storage.db import Database
 
 __all__ = [
     "COMPACT",
     "INGEST",
     "UPLOAD_KEEP",
+    "JobHost",
     "build_registry",
     "ingest_dedupe_key",
     "open_job_queue",
@@ -64,12 +66,44 @@ UPLOAD_KEEP = timedelta(days=1)
 """How long an upload's files wait for a job that never finished before they are removed."""
 
 
+class JobHost(Protocol):
+    """What the product's job kinds use of a process: :class:`search2o.runtime.Runtime` is one.
+
+    A protocol, so that the core's job kinds name the runtime's parts without importing the
+    runtime (which opens this module's queue).
+    """
+
+    @property
+    def settings(self) -> Settings:
+        """The process's settings."""
+
+    @property
+    def database(self) -> Database:
+        """The open database."""
+
+    @property
+    def vault(self) -> Vault:
+        """The sealer of conversation records."""
+
+    @property
+    def chat(self) -> ChatService:
+        """The chat service (its runs are swept)."""
+
+    @property
+    def state_store(self) -> StateStore:
+        """Where agents' conversation state is kept."""
+
+    @property
+    def knowledge(self) -> KnowledgeStore:
+        """The knowledge store uploads are ingested into."""
+
+
 def ingest_dedupe_key(upload_id: str) -> str:
     """Return the dedupe key of the job that ingests upload ``upload_id`` (one job per upload)."""
     return f"{INGEST}:{upload_id}"
 
 
-def build_registry(runtime: Runtime) -> JobRegistry:
+def build_registry(runtime: JobHost) -> JobRegistry:
     """Return the registry of every job kind of the product, bound to ``runtime``."""
     settings = runtime.settings
     registry = JobRegistry()
@@ -99,22 +133,13 @@ def build_registry(runtime: Runtime) -> JobRegistry:
     registry.add("uploads.clean", lambda ctx, payload: _clean_uploads(runtime), every_s=3600)
     registry.add(COMPACT, compact)
     registry.add(INGEST, lambda ctx, payload: _ingest_upload(runtime, ctx, payload))
-    if settings.slack.configured:  # slack.answer, slack.rate (docs/slack.md)
-        from search2o.surfaces.slack import add_slack_kinds
-
-        add_slack_kinds(registry, runtime)
-    if settings.telegram.configured:  # telegram.answer, telegram.rate (docs/telegram.md)
-        from search2o.surfaces.telegram import add_telegram_kinds
-
-        add_telegram_kinds(registry, runtime)
-    if settings.mattermost.configured:  # mattermost.answer, mattermost.rate (docs/mattermost.md)
-        from search2o.surfaces.mattermost import add_mattermost_kinds
-
-        add_mattermost_kinds(registry, runtime)
+    for extension in extensions.discover():  # surfaces' and connectors' kinds
+        if extension.add_kinds is not None:
+            extension.add_kinds(registry, runtime)
     return registry
 
 
-def _ingest_upload(runtime: Runtime, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+def _ingest_upload(runtime: JobHost, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     """Ingest the files of one upload, in order; report each file's outcome.
 
     Idempotent: ingesting the same bytes under the same identity again is ``unchanged``. The
@@ -149,7 +174,7 @@ def _ingest_upload(runtime: Runtime, ctx: JobContext, payload: dict[str, Any]) -
     return {"outcomes": outcomes}
 
 
-def _clean_uploads(runtime: Runtime) -> dict[str, int]:
+def _clean_uploads(runtime: JobHost) -> dict[str, int]:
     """Remove the files of uploads whose job ended, and of any upload older than a day."""
     with runtime.database.session() as session:
         waiting = select(UploadPart.upload_id).distinct()
@@ -168,7 +193,7 @@ def _clean_uploads(runtime: Runtime) -> dict[str, int]:
         return {"removed": int(getattr(removed, "rowcount", 0) or 0)}
 
 
-def open_job_queue(runtime: Runtime, registry: JobRegistry | None = None) -> JobQueue:
+def open_job_queue(runtime: JobHost, registry: JobRegistry | None = None) -> JobQueue:
     """Open the job queue of ``runtime``'s settings and database (close it, or use ``with``).
 
     Args:

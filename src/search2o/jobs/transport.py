@@ -258,9 +258,7 @@ def _open_postgres(settings: JobSettings, database: Database, common: dict[str, 
                     **common,
                 )
             finally:
-                connection.execute(
-                    text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_DDL_LOCK}
-                )
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_DDL_LOCK})
                 connection.commit()
     except (psycopg.Error, SQLAlchemyError) as exc:
         original = getattr(exc, "orig", None) or exc

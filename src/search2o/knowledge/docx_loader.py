@@ -196,9 +196,7 @@ def load_docx(filename: str, data: bytes, settings: KnowledgeSettings) -> Loaded
         from docx import Document
 
         document = Document(io.BytesIO(data))
-        _walk(
-            document.iter_inner_content(), builder, _heading_levels(document), in_table=False
-        )
+        _walk(document.iter_inner_content(), builder, _heading_levels(document), in_table=False)
     except InputError:
         raise
     except Exception as exc:  # BadZipFile, KeyError, PackageNotFoundError, lxml errors ...

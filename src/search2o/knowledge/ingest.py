@@ -75,6 +75,7 @@ def _failure(stage: str, exc: Exception) -> str:
         message = message[: _MAX_REASON_CHARS - 1] + "\u2026"
     return f"could not be {stage}: {message}"
 
+
 Status = Literal["added", "updated", "unchanged", "skipped"]
 
 

@@ -23,6 +23,7 @@ from search2o.errors import InputError, PermissionDeniedError
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, Message, RetrievalTrace, User
 from search2o.textrules import check_text
+from search2o.wire.chat import Reason
 
 __all__ = [
     "COMMENT_KIND",
@@ -39,7 +40,6 @@ __all__ = [
 MAX_FEEDBACK = 500
 """The most rated answers one request returns."""
 
-Reason = Literal["wrong_source", "missing_information", "outdated", "unsupported_citation"]
 REASONS: tuple[str, ...] = get_args(Reason)
 """Why an answer was rated down: the source is wrong, information is missing, it is outdated,
 a citation does not support the claim (the issue's four, in the Web App's order)."""

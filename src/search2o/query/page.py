@@ -94,9 +94,7 @@ def check_page(url: str | None, title: str | None, text: str, *, max_chars: int)
 
     """
     body = check_text(text, "page.text", max_chars=max_chars, setting="chat.max_page_chars")
-    name = check_text(
-        title or "", "page.title", max_chars=MAX_PAGE_TITLE_CHARS, allow_empty=True
-    )
+    name = check_text(title or "", "page.title", max_chars=MAX_PAGE_TITLE_CHARS, allow_empty=True)
     address: str | None = None
     if url:
         if len(url) > MAX_PAGE_URL_CHARS:

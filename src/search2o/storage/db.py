@@ -295,8 +295,7 @@ def _require_postgres_driver(driver: str) -> None:
             if module == driver and driver != "psycopg":
                 hint = f"use postgresql+psycopg://... (psycopg 3) after {hint}"
             raise ConfigError(
-                f"database_url needs the Python package '{module}', which is not installed: "
-                f"{hint}"
+                f"database_url needs the Python package '{module}', which is not installed: {hint}"
             ) from None
 
 

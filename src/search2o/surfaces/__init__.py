@@ -1,6 +1,6 @@
 """What every surface shares: who a message acts as, and which conversation a thread continues.
 
-* :mod:`search2o.surfaces.names`: the rules for surface, workspace, channel, thread and
+* :mod:`search2o.wire.names`: the rules for surface, workspace, channel, thread and
   external user names (one validator for all of them).
 * :mod:`search2o.surfaces.identity`: surface identities (an external account linked to a user,
   by a platform-verified email or a one-time link code), link codes, the shared-channel

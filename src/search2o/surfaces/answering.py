@@ -35,12 +35,12 @@ from typing import Any, ClassVar
 from sqlalchemy.orm import Session
 
 from search2o.client import Client
-from search2o.config import MessengerSettings
 from search2o.errors import ConfigError, InputError
 from search2o.jobs.context import JobContext
 from search2o.jobs.info import JobInfo, JobRequest
 from search2o.jobs.queue import JobQueue
 from search2o.surfaces.deliveries import Delivery, DeliveryStore, Inbound, failure_notice
+from search2o.surfaces.settings import MessengerSettings
 from search2o.surfaces.turns import link_reply, speaker
 
 __all__ = [
@@ -223,7 +223,9 @@ class AnswerJob(ABC):
         finally:
             self.after(delivery)
             log.info(
-                "%s answer attempt %s", self.surface, ctx.attempt,
+                "%s answer attempt %s",
+                self.surface,
+                ctx.attempt,
                 extra={"fields": {"delivery": delivery.id}},
             )
 

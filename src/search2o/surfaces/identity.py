@@ -52,13 +52,17 @@ from search2o.errors import InputError, NotFoundError, PermissionDeniedError
 from search2o.storage import dialect
 from search2o.storage.models import User, utcnow
 from search2o.storage.surface_models import LinkCode, SharedPrincipal, SurfaceIdentity
-from search2o.surfaces.names import check_external_id, check_surface, check_workspace
+from search2o.wire.names import (
+    ACT_AS_HEADER,
+    DEFAULT_CODE_MINUTES,
+    MAX_CODE_MINUTES,
+    check_external_id,
+    check_surface,
+    check_workspace,
+)
 
 __all__ = [
-    "ACT_AS_HEADER",
     "CODE_ALPHABET",
-    "DEFAULT_CODE_MINUTES",
-    "MAX_CODE_MINUTES",
     "Identity",
     "IssuedCode",
     "acting_principal",
@@ -74,17 +78,12 @@ __all__ = [
     "unlink",
 ]
 
-ACT_AS_HEADER = "X-Search2o-Act-As"
-"""The request header a surface token names its principal in."""
-
 CODE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 """Crockford's Base32 symbols (Douglas Crockford, "Base 32", crockford.com/base32.html)."""
 
 _CODE_DATA = 10  # 50 bits of randomness
 _CODE_GROUPS = (4, 4, 3)
 _CROCKFORD_ALIASES = str.maketrans({"O": "0", "I": "1", "L": "1"})
-DEFAULT_CODE_MINUTES = 15
-MAX_CODE_MINUTES = 1440
 _BAD_CODE = (
     "is unknown, used or expired, or meant for another surface; get a new one in the Web App "
     "or with `search2o users link-code EMAIL`"
@@ -280,7 +279,7 @@ def find_identity(
     """Return the link of an external account, or ``None`` when it is not linked.
 
     Raises:
-        InputError: a name breaks :mod:`search2o.surfaces.names`.
+        InputError: a name breaks :mod:`search2o.wire.names`.
 
     """
     key = _account(surface, workspace, external_user_id)
@@ -478,7 +477,7 @@ def parse_act_as(value: str) -> tuple[str, str, str | None]:
 
     Raises:
         InputError: neither ``user:<workspace>:<external user id>`` nor ``shared:<workspace>``,
-            or a name breaks :mod:`search2o.surfaces.names` (field ``X-Search2o-Act-As``).
+            or a name breaks :mod:`search2o.wire.names` (field ``X-Search2o-Act-As``).
 
     """
     kind, _, rest = value.strip().partition(":")

@@ -24,8 +24,8 @@ from search2o.query.conversations import owned_conversation
 from search2o.storage import dialect
 from search2o.storage.models import utcnow
 from search2o.storage.surface_models import SurfaceThread
-from search2o.surfaces.names import check_external_id, check_surface, check_workspace
 from search2o.textrules import check_text
+from search2o.wire.names import check_external_id, check_surface, check_workspace
 
 __all__ = ["ThreadLink", "conversation_for_thread", "remember_thread"]
 
@@ -84,7 +84,7 @@ def conversation_for_thread(
     ``None`` too when the thread is mapped to another principal's conversation.
 
     Raises:
-        InputError: a name breaks :mod:`search2o.surfaces.names`.
+        InputError: a name breaks :mod:`search2o.wire.names`.
 
     """
     row = _mapped(session, _key(surface, workspace, channel, thread))

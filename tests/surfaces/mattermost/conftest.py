@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from search2o.surfaces.mattermost import Listener, pipeline, rest_api
+from search2o.surfaces.mattermost.listener import Listener
+from search2o.surfaces.mattermost.surface import pipeline, rest_api
 from tests.conftest import MemoEmbedder, free_port
 from tests.jobs.conftest import wait_until
 from tests.surfaces.environment import SurfaceEnv, serve_on, serve_runtime, surface_settings
@@ -72,8 +73,12 @@ def mattermost_env(
                 **mattermost,
             }
             settings = surface_settings(
-                "mattermost", tmp_path / "data", database_url, section,
-                jobs_in_server=jobs_in_server, port=port,
+                "mattermost",
+                tmp_path / "data",
+                database_url,
+                section,
+                jobs_in_server=jobs_in_server,
+                port=port,
             )
             runtime, model, http = serve_runtime(stack, settings, embedder, script, builtin)
             return MattermostEnv("mattermost", runtime, fake_mattermost, model, http)
@@ -87,8 +92,12 @@ def listening(env: MattermostEnv, watchdog_s: float = 30.0) -> Iterator[Listener
     settings = env.runtime.settings
     api = rest_api(settings)
     listener = Listener(
-        env.fake.url, BOT_TOKEN, api, pipeline(env.runtime, api),
-        watchdog_s=watchdog_s, backoff_s=0.1,
+        env.fake.url,
+        BOT_TOKEN,
+        api,
+        pipeline(env.runtime, api),
+        watchdog_s=watchdog_s,
+        backoff_s=0.1,
     )
     stop = threading.Event()
     thread = threading.Thread(target=listener.run, args=(stop,), daemon=True)

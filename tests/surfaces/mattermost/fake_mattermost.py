@@ -157,8 +157,13 @@ class FakeMattermost:
         """The calls of ``method`` whose path holds ``path_part``."""
         return [c for c in self.calls if c.method == method and path_part in c.path]
 
-    def click(self, post: dict[str, Any], index: int, user: str = ANN_ID,
-              context: dict[str, Any] | None = None) -> httpx.Response:
+    def click(
+        self,
+        post: dict[str, Any],
+        index: int,
+        user: str = ANN_ID,
+        context: dict[str, Any] | None = None,
+    ) -> httpx.Response:
         """Click button ``index`` of ``post`` as Mattermost sends it (``context`` overrides)."""
         action = post["props"]["attachments"][0]["actions"][index]
         integration = action["integration"]
@@ -184,7 +189,9 @@ class FakeMattermost:
         call = Call(request.method, request.url.path, body, time.monotonic())
         self.calls.append(call)
         headers = {
-            "X-Ratelimit-Limit": "10", "X-Ratelimit-Remaining": "9", "X-Ratelimit-Reset": "1"
+            "X-Ratelimit-Limit": "10",
+            "X-Ratelimit-Remaining": "9",
+            "X-Ratelimit-Reset": "1",
         }
         if not self._authorized(request):
             call.status = 401
@@ -229,7 +236,8 @@ class FakeMattermost:
         since = int(request.query_params.get("since", 0))
         with self.lock:
             found = [
-                p for p in self.posts.values()
+                p
+                for p in self.posts.values()
                 if p["channel_id"] == channel and max(p["create_at"], p["update_at"]) > since
             ]
         return self._answer(request, None, self._listing(found))
@@ -247,7 +255,10 @@ class FakeMattermost:
             if len(body.get("message", "")) > 16_383:
                 return JSONResponse({"id": "model.post.is_valid.msg.app_error"}, status_code=400)
             post = self._store(
-                BOT_ID, body["channel_id"], body["message"], body.get("root_id", ""),
+                BOT_ID,
+                body["channel_id"],
+                body["message"],
+                body.get("root_id", ""),
                 body.get("props") or {},
             )
             self._broadcast(post, [])
@@ -280,9 +291,17 @@ class FakeMattermost:
         with self.lock:
             now = max([int(time.time() * 1000), *(p["create_at"] + 1 for p in self.posts.values())])
             post = {
-                "id": new_id(), "create_at": now, "update_at": now, "edit_at": 0, "delete_at": 0,
-                "user_id": user, "channel_id": channel, "root_id": root_id, "message": text,
-                "type": "", "props": props,
+                "id": new_id(),
+                "create_at": now,
+                "update_at": now,
+                "edit_at": 0,
+                "delete_at": 0,
+                "user_id": user,
+                "channel_id": channel,
+                "root_id": root_id,
+                "message": text,
+                "type": "",
+                "props": props,
             }
             self.posts[post["id"]] = post
             return dict(post)
@@ -353,13 +372,27 @@ class FakeMattermost:
             self.sockets.remove(sock)
 
 
-def send_command(url: str, text: str, *, token: str | None = COMMAND_TOKEN, user: str = ANN_ID,
-                 channel: str = TOWN_ID, channel_name: str = "town-square") -> httpx.Response:
+def send_command(
+    url: str,
+    text: str,
+    *,
+    token: str | None = COMMAND_TOKEN,
+    user: str = ANN_ID,
+    channel: str = TOWN_ID,
+    channel_name: str = "town-square",
+) -> httpx.Response:
     """Send ``/search2o text`` to ``url`` as Mattermost does (a form; no token when ``None``)."""
     form = {
-        "channel_id": channel, "channel_name": channel_name, "command": "/search2o",
-        "team_domain": "acme", "team_id": TEAM_ID, "text": text, "trigger_id": new_id(),
-        "user_id": user, "user_name": "ann", "response_url": "http://127.0.0.1:1/hooks/x",
+        "channel_id": channel,
+        "channel_name": channel_name,
+        "command": "/search2o",
+        "team_domain": "acme",
+        "team_id": TEAM_ID,
+        "text": text,
+        "trigger_id": new_id(),
+        "user_id": user,
+        "user_name": "ann",
+        "response_url": "http://127.0.0.1:1/hooks/x",
     }
     if token is not None:
         form["token"] = token

@@ -57,7 +57,7 @@ def test_check_says_when_the_token_is_wrong_or_missing(
 def test_a_plain_http_url_beyond_loopback_is_a_settings_error(
     tmp_path: Path, fake_mattermost: FakeMattermost
 ) -> None:
-    result = cli_for(
-        tmp_path, fake_mattermost, SEARCH2O_MATTERMOST__URL="http://chat.example.com"
-    )("mattermost", "check")
+    result = cli_for(tmp_path, fake_mattermost, SEARCH2O_MATTERMOST__URL="http://chat.example.com")(
+        "mattermost", "check"
+    )
     assert "mattermost.url" in error_line(result, 2) or "url" in error_line(result, 2)

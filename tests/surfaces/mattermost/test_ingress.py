@@ -102,6 +102,7 @@ def test_the_command_links_an_account_with_a_code_and_refuses_a_wrong_one(
     assert wrong.json()["text"].startswith("That code did not work")
     linked = send_command(url, f"link {code}")
     assert linked.json() == {
-        "response_type": "ephemeral", "text": "Linked to dana@example.com. Ask me anything."
+        "response_type": "ephemeral",
+        "text": "Linked to dana@example.com. Ask me anything.",
     }
     assert env.deliveries() == []  # linking is no question

@@ -1,4 +1,4 @@
-"""The public namespace of the Mattermost surface, and its settings' checks."""
+"""The registration of the Mattermost surface, and its settings' checks."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ import pytest
 from pydantic import ValidationError
 
 import search2o.surfaces.mattermost as package
-from search2o.config import MattermostSettings, Settings
+from search2o.config import Settings
+from search2o.extensions import discover
+from search2o.surfaces.mattermost.settings import MattermostSettings
 
 
-def test_the_public_names_resolve_once_each() -> None:
-    assert len(set(package.__all__)) == len(package.__all__)
-    assert {"MattermostPipeline", "MattermostIngress", "Listener", "check"} <= set(package.__all__)
-    for name in package.__all__:
-        assert getattr(package, name) is not None, name
+def test_it_registers_as_an_extension_with_its_section_kinds_routes_and_commands() -> None:
+    extension = {found.name: found for found in discover()}["mattermost"]
+    assert extension.settings is MattermostSettings
+    assert extension.add_kinds and extension.add_routes and extension.add_commands
+    assert package.__doc__ and not hasattr(package, "__all__")  # re-exports nothing
 
 
 @pytest.mark.parametrize(

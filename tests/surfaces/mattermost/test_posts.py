@@ -16,8 +16,17 @@ BOT = Bot(BOT_ID, "search2o")
 
 def post(text: str, **values: Any) -> dict[str, Any]:
     return {
-        "id": new_id(), "user_id": ANN_ID, "channel_id": DM_ID, "root_id": "", "message": text,
-        "type": "", "edit_at": 0, "delete_at": 0, "props": {}, "create_at": 1, **values,
+        "id": new_id(),
+        "user_id": ANN_ID,
+        "channel_id": DM_ID,
+        "root_id": "",
+        "message": text,
+        "type": "",
+        "edit_at": 0,
+        "delete_at": 0,
+        "props": {},
+        "create_at": 1,
+        **values,
     }
 
 
@@ -63,16 +72,24 @@ def test_a_channel_post_needs_a_mention_or_a_known_thread() -> None:
 
 def test_a_posted_event_carries_its_post_and_mentions_as_json_strings() -> None:
     found = post("hi")
-    event = {"event": "posted", "data": {"post": json.dumps(found), "channel_type": "D",
-                                         "mentions": json.dumps([BOT_ID])}}
+    event = {
+        "event": "posted",
+        "data": {"post": json.dumps(found), "channel_type": "D", "mentions": json.dumps([BOT_ID])},
+    }
     assert decode_posted(event) == (found, "D", [BOT_ID])
     assert decode_posted({"event": "post_edited", "data": event["data"]}) is None
     assert decode_posted({"event": "posted", "data": {"post": "{not json"}}) is None
 
 
 def test_rendering_leaves_no_mention_no_image_and_links_citations() -> None:
-    citations = [{"number": 1, "title": "Hand[book](x)", "url": "https://h.example/a",
-                  "heading_path": ["Leave"]}]
+    citations = [
+        {
+            "number": 1,
+            "title": "Hand[book](x)",
+            "url": "https://h.example/a",
+            "heading_path": ["Leave"],
+        }
+    ]
     (text,) = render_answer("@channel see ![x](https://t.example/p.png) [1]", citations)
     assert "@channel" not in text and "@\u200bchannel" in text
     assert "![" not in text

@@ -25,8 +25,13 @@ def ask(env: MattermostEnv, number: int, text: str, root: str) -> tuple[str, str
     """Post ``text`` in the DM's thread ``root`` ("" starts it); return the answer's text."""
     question = env.fake.user_post(text, channel=DM_ID, root_id=root)
     env.settled(number)
-    (answer,) = [p for p in env.fake.bot_posts(DM_ID) if p["message"] and p["root_id"] in (
-        question["id"], root) and p["create_at"] > question["create_at"]]
+    (answer,) = [
+        p
+        for p in env.fake.bot_posts(DM_ID)
+        if p["message"]
+        and p["root_id"] in (question["id"], root)
+        and p["create_at"] > question["create_at"]
+    ]
     return str(answer["message"]), question["id"]
 
 

@@ -37,8 +37,10 @@ class SlackEnv(SurfaceEnv[FakeSlack]):
         content_type: str = "application/json",
     ) -> httpx.Response:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        sent = headers if headers is not None else signed(
-            SECRET, raw, retry=retry, content_type=content_type
+        sent = (
+            headers
+            if headers is not None
+            else signed(SECRET, raw, retry=retry, content_type=content_type)
         )
         return self.http.post(path, content=raw, headers=sent)
 
@@ -52,9 +54,7 @@ SlackFactory = Callable[..., SlackEnv]
 
 
 @pytest.fixture
-def slack_env(
-    tmp_path: Path, database_url: str, embedder: MemoEmbedder
-) -> Iterator[SlackFactory]:
+def slack_env(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> Iterator[SlackFactory]:
     """Start the server and the fake Slack: ``slack_env(script, jobs_in_server, **slack)``."""
     with contextlib.ExitStack() as stack:
 

@@ -187,8 +187,15 @@ class FakeSlack:
         return 200, body, {"X-OAuth-Scopes": self.scopes} if method == "auth.test" else {}
 
     def _m_auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "url": "https://acme.slack.com/", "team": "Acme", "user": "search2o",
-                "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID}
+        return {
+            "ok": True,
+            "url": "https://acme.slack.com/",
+            "team": "Acme",
+            "user": "search2o",
+            "team_id": TEAM,
+            "user_id": BOT_USER,
+            "bot_id": BOT_ID,
+        }
 
     def _post(self, p: dict[str, Any], streaming: bool = False) -> dict[str, Any]:
         channel = str(p.get("channel", ""))
@@ -198,9 +205,16 @@ class FakeSlack:
         if len(str(text)) > 40_000:
             return {"ok": False, "error": "msg_too_long"}
         ts = self._next_ts()
-        message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": ts,
-                   "text": str(text), "blocks": _json(p.get("blocks")) or [],
-                   "thread_ts": p.get("thread_ts"), "streaming": streaming}
+        message = {
+            "type": "message",
+            "user": BOT_USER,
+            "bot_id": BOT_ID,
+            "ts": ts,
+            "text": str(text),
+            "blocks": _json(p.get("blocks")) or [],
+            "thread_ts": p.get("thread_ts"),
+            "streaming": streaming,
+        }
         metadata = _json(p.get("metadata"))
         if isinstance(metadata, dict):  # Slack keeps event_type and event_payload
             message["metadata"] = {
@@ -257,7 +271,8 @@ class FakeSlack:
         if not channel:
             return {"ok": False, "error": "channel_not_found"}
         thread = [
-            m for (ch, ts), m in sorted(self.messages.items(), key=lambda kv: kv[0][1])
+            m
+            for (ch, ts), m in sorted(self.messages.items(), key=lambda kv: kv[0][1])
             if ch == channel and (ts == parent or m.get("thread_ts") == parent)
         ]
         if not thread:
@@ -270,8 +285,12 @@ class FakeSlack:
             for m in thread[start : start + limit]
         ]
         more = start + limit < len(thread)
-        return {"ok": True, "messages": page, "has_more": more,
-                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def _m_reactions_add(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}
@@ -320,9 +339,16 @@ class FakeSocketMode:
         self._thread.join(timeout=10)
 
     def _handle(self, connection: Any) -> None:
-        connection.send(json.dumps({"type": "hello", "num_connections": 1,
-                                    "connection_info": {"app_id": "A1"},
-                                    "debug_info": {"host": "fake"}}))
+        connection.send(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "num_connections": 1,
+                    "connection_info": {"app_id": "A1"},
+                    "debug_info": {"host": "fake"},
+                }
+            )
+        )
         with self._lock:
             self.connections += 1
             self._current = connection
@@ -344,11 +370,18 @@ class FakeSocketMode:
     def send(self, kind: str, payload: dict[str, Any], envelope_id: str, retry: int = 0) -> None:
         with self._lock:
             connection = self._current
-        connection.send(json.dumps({
-            "envelope_id": envelope_id, "payload": payload, "type": kind,
-            "accepts_response_payload": kind == "slash_commands",
-            "retry_attempt": retry, "retry_reason": "timeout" if retry else "",
-        }))
+        connection.send(
+            json.dumps(
+                {
+                    "envelope_id": envelope_id,
+                    "payload": payload,
+                    "type": kind,
+                    "accepts_response_payload": kind == "slash_commands",
+                    "retry_attempt": retry,
+                    "retry_reason": "timeout" if retry else "",
+                }
+            )
+        )
 
     def wait_ack(self, envelope_id: str, timeout_s: float = 20) -> dict[str, Any]:
         def found() -> dict[str, Any] | None:
@@ -365,8 +398,15 @@ class FakeSocketMode:
     def disconnect(self) -> None:
         with self._lock:
             connection = self._current
-        connection.send(json.dumps({"type": "disconnect", "reason": "refresh_requested",
-                                    "debug_info": {"host": "fake"}}))
+        connection.send(
+            json.dumps(
+                {
+                    "type": "disconnect",
+                    "reason": "refresh_requested",
+                    "debug_info": {"host": "fake"},
+                }
+            )
+        )
 
 
 def _snake(method: str) -> str:
@@ -469,8 +509,15 @@ def message_event(
     **extra: Any,
 ) -> dict[str, Any]:
     """A ``message`` or ``app_mention`` event as Slack sends it."""
-    event: dict[str, Any] = {"type": kind, "user": user, "text": text, "ts": ts,
-                             "channel": channel, "event_ts": ts, "team": TEAM}
+    event: dict[str, Any] = {
+        "type": kind,
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "channel": channel,
+        "event_ts": ts,
+        "team": TEAM,
+    }
     if kind == "message":
         event["channel_type"] = channel_type
     if thread_ts is not None:

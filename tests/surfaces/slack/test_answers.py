@@ -120,6 +120,7 @@ def test_slack_down_through_every_attempt_still_ends_the_delivery_failed(
     assert row.sealed_text is None
     (job,) = env.jobs()
     assert job.state == "failed" and job.attempts == job.max_attempts
+
     def hook_given_up() -> bool | None:
         hooks = env.jobs(FINAL_FAILURE)
         return (len(hooks) == 1 and hooks[0].state == "failed") or None
@@ -180,9 +181,7 @@ def test_a_channel_answer_never_cites_an_hr_document_and_the_dm_answer_does(
     env.fake.add_user("U1", "ann@example.com")
 
     env.event(mention(SALARY_Q, "1700000301.000100"), "EvCh")
-    env.event(
-        message_event(SALARY_Q, "1700000302.000100", channel="D1", channel_type="im"), "EvDm"
-    )
+    env.event(message_event(SALARY_Q, "1700000302.000100", channel="D1", channel_type="im"), "EvDm")
     channel, dm = env.settled(2)
     assert channel.act_as == "shared:T1" and dm.act_as == "user:T1:U1"
     (in_channel,) = env.fake.replies("C1", "1700000301.000100")
@@ -394,14 +393,17 @@ def test_a_link_code_links_the_account_by_slash_command_and_by_dm(
     linked = env.post(urlencode(form).encode(), content_type="application/x-www-form-urlencoded")
     assert linked.json() == {"response_type": "ephemeral", "text": "Linked to ann@example.com."}
     # in a DM: `link CODE` links, and the next question acts as the linked user
-    dm = message_event(f"link {code(bob)}", "1700001101.000100", channel="D2",
-                       channel_type="im", user="U2")
+    dm = message_event(
+        f"link {code(bob)}", "1700001101.000100", channel="D2", channel_type="im", user="U2"
+    )
     env.event(dm, "EvLink")
     env.settled(1)
     (reply,) = env.fake.replies("D2", "1700001101.000100")
     assert reply["text"] == "Linked to bob@example.com. Ask me anything."
-    env.event(message_event("vacation?", "1700001102.000100", channel="D2", channel_type="im",
-                            user="U2"), "EvLink2")
+    env.event(
+        message_event("vacation?", "1700001102.000100", channel="D2", channel_type="im", user="U2"),
+        "EvLink2",
+    )
     rows = env.settled(2)
     assert rows[1].act_as == "user:T1:U2"
 

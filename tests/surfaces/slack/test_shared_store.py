@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from search2o.config import Settings, SlackSettings
+from search2o.config import Settings
 from search2o.runtime import Runtime
 from search2o.storage.delivery_models import SurfaceDelivery
 from search2o.storage.job_models import Job
 from search2o.surfaces.deliveries import Inbound
-from search2o.surfaces.slack import SlackPipeline, store
+from search2o.surfaces.slack.pipeline import SlackPipeline
+from search2o.surfaces.slack.settings import SlackSettings
+from search2o.surfaces.slack.surface import store
 from tests.surfaces.slack.fake_slack import TEAM, event_callback, message_event
 
 TS = "1700000801.000100"

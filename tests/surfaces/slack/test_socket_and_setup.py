@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from search2o.cli import app
-from search2o.config import SlackSettings
 from search2o.errors import ProviderError
 from search2o.surfaces.slack.manifest import BOT_SCOPES, check
+from search2o.surfaces.slack.settings import SlackSettings
 from search2o.surfaces.slack.socket import run_socket
 from tests.conftest import free_port
 from tests.surfaces.slack.conftest import SlackFactory
@@ -44,8 +44,7 @@ def test_socket_mode_acks_every_envelope_ignores_resends_and_reconnects(
         env.settled(1)
         socket.disconnect()  # Slack rotates the connection; the client opens a new one
         socket.wait_connected(2)
-        second = message_event("and parking?", "1700000902.000100", channel="D1",
-                               channel_type="im")
+        second = message_event("and parking?", "1700000902.000100", channel="D1", channel_type="im")
         socket.send("events_api", event_callback(second, "EvS2"), "env-2")
         socket.wait_ack("env-2")
         command = {"command": "/search2o", "text": "help", "team_id": "T1", "user_id": "U1"}
@@ -85,8 +84,9 @@ def test_socket_mode_says_in_one_line_when_slack_refuses_or_cannot_be_reached(
 
 def test_the_manifest_holds_exactly_the_needed_scopes_and_urls() -> None:
     runner = CliRunner()
-    result = runner.invoke(app, ["slack", "manifest", "--mode", "http", "--url",
-                                 "https://search.example.com/"])
+    result = runner.invoke(
+        app, ["slack", "manifest", "--mode", "http", "--url", "https://search.example.com/"]
+    )
     assert result.exit_code == 0, result.output
     manifest = json.loads(result.output)
     assert manifest["oauth_config"]["scopes"]["bot"] == sorted(BOT_SCOPES)
@@ -109,8 +109,9 @@ def test_the_manifest_holds_exactly_the_needed_scopes_and_urls() -> None:
 def test_check_names_each_missing_scope_and_bad_token_in_one_line() -> None:
     granted = ",".join(s for s in SCOPES.split(",") if s not in ("users:read.email", "commands"))
     with FakeSlack(scopes=granted) as fake:
-        good = SlackSettings(bot_token="xoxb-test", signing_secret="s", mode="http",
-                             api_url=fake.url)
+        good = SlackSettings(
+            bot_token="xoxb-test", signing_secret="s", mode="http", api_url=fake.url
+        )
         assert check(good) == [
             "missing scope users:read.email (needed to link accounts by their Slack email): "
             "add it and reinstall the app",
@@ -124,6 +125,7 @@ def test_check_names_each_missing_scope_and_bad_token_in_one_line() -> None:
         socket = good.model_copy(update={"mode": "socket"})
         assert check(socket)[-1].startswith("slack.app_token is not set")
     with FakeSlack() as fake:
-        fine = SlackSettings(bot_token="xoxb-test", signing_secret="s", mode="http",
-                             api_url=fake.url)
+        fine = SlackSettings(
+            bot_token="xoxb-test", signing_secret="s", mode="http", api_url=fake.url
+        )
         assert check(fine) == []

@@ -218,9 +218,7 @@ def test_a_rating_click_stores_the_rating_and_every_click_is_answered(
     assert env.webhook(message_update(61, "second question", message_id=61)) == [200]
     first, second = env.settled(2)
     # the two answers may be sent in either order: take the one replying to the second
-    (message,) = [
-        m for m in env.fake.in_chat(501) if m["reply_parameters"]["message_id"] == 61
-    ]
+    (message,) = [m for m in env.fake.in_chat(501) if m["reply_parameters"]["message_id"] == 61]
     down = message["reply_markup"]["inline_keyboard"][0][1]["callback_data"]
     click(env, 62, message, down)
     click(env, 63, message, "rate:999999:up")  # names no answer
@@ -248,9 +246,7 @@ def test_a_long_answer_is_split_in_messages_of_at_most_4096_units(
     assert env.webhook(message_update(70, "Tell me at length.", message_id=70)) == [200]
     (row,) = env.settled(1)
     messages = env.fake.in_chat(501)
-    assert len(messages) == 3 and row.reply_key == ",".join(
-        str(m["message_id"]) for m in messages
-    )
+    assert len(messages) == 3 and row.reply_key == ",".join(str(m["message_id"]) for m in messages)
     assert all(utf16_len(m["text"]) <= 4096 for m in messages)
     words = "".join(m["text"] + " " for m in messages).split()
     assert words[: len(long.split())] == long.split()  # then the footer

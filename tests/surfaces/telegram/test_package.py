@@ -1,4 +1,4 @@
-"""The public namespace of the Telegram surface, and its settings' checks."""
+"""The registration of the Telegram surface, and its settings' checks."""
 
 from __future__ import annotations
 
@@ -6,16 +6,17 @@ import pytest
 from pydantic import ValidationError
 
 import search2o.surfaces.telegram as package
-from search2o.config import Settings, TelegramSettings
+from search2o.config import Settings
+from search2o.extensions import discover
 from search2o.surfaces.telegram.botapi import bot_id_of
+from search2o.surfaces.telegram.settings import TelegramSettings
 
 
-def test_the_public_names_resolve_once_each() -> None:
-    # their order is ruff's RUF022 (constants, classes, functions), checked by the lint gate
-    assert len(set(package.__all__)) == len(package.__all__)
-    assert {"TelegramPipeline", "TelegramWebhook", "Poller", "check"} <= set(package.__all__)
-    for name in package.__all__:
-        assert getattr(package, name) is not None, name
+def test_it_registers_as_an_extension_with_its_section_kinds_routes_and_commands() -> None:
+    extension = {found.name: found for found in discover()}["telegram"]
+    assert extension.settings is TelegramSettings
+    assert extension.add_kinds and extension.add_routes and extension.add_commands
+    assert package.__doc__ and not hasattr(package, "__all__")  # re-exports nothing
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from search2o.surfaces.telegram import Poller, TelegramPipeline, bot_api, pipeline
-from search2o.surfaces.telegram.pipeline import Outcome
-from search2o.surfaces.telegram.surface import store
+from search2o.surfaces.telegram.pipeline import Outcome, TelegramPipeline
+from search2o.surfaces.telegram.polling import Poller
+from search2o.surfaces.telegram.surface import bot_api, pipeline, store
 from tests.jobs.conftest import wait_until
 from tests.surfaces.telegram.conftest import TelegramEnv, TelegramFactory
 from tests.surfaces.telegram.fake_telegram import message_update
@@ -61,9 +61,7 @@ def test_polling_across_a_restart_and_a_crash_loses_and_repeats_nothing(
     rows = env.settled(6)
     assert sorted(int(r.event_key) for r in rows) == list(range(100, 106))
     for n in range(100, 106):
-        replies = [
-            m for m in env.fake.in_chat(501) if m["reply_parameters"]["message_id"] == n
-        ]
+        replies = [m for m in env.fake.in_chat(501) if m["reply_parameters"]["message_id"] == n]
         assert len(replies) == 1, n
 
 

@@ -26,9 +26,7 @@ def ask(env: TelegramEnv, number: int, text: str) -> dict[str, object]:
     """Send message ``number`` and wait for its answer; return the bot's message."""
     assert env.webhook(message_update(number, text, message_id=number)) == [200]
     env.settled(number)
-    (answer,) = [
-        m for m in env.fake.in_chat(501) if m["reply_parameters"]["message_id"] == number
-    ]
+    (answer,) = [m for m in env.fake.in_chat(501) if m["reply_parameters"]["message_id"] == number]
     return answer
 
 

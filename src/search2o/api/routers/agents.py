@@ -22,7 +22,7 @@ from search2o.api.agent_schemas import (
 from search2o.api.deps import AdminUser, CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
-from search2o.api.schemas import AgentName
+from search2o.api.params import AgentName
 from search2o.errors import InputError
 
 __all__ = ["router"]

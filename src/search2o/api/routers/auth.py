@@ -329,7 +329,10 @@ def logout(request: Request, runtime: RuntimeDep) -> Response:
             end_session(session, value)
     response = Response(status_code=204)
     response.delete_cookie(
-        COOKIE_NAME, path="/", secure=cookie_secure(runtime.settings), httponly=True,
+        COOKIE_NAME,
+        path="/",
+        secure=cookie_secure(runtime.settings),
+        httponly=True,
         samesite="lax",
     )
     return response

@@ -9,12 +9,12 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from search2o.api.chat_schemas import ChatRequest
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.errors import status_for_name
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
 from search2o.api.sse import SSE_HEADERS, stream_events
+from search2o.wire.chat import ChatRequest
 
 router = APIRouter(prefix="/v1", tags=["chat"], route_class=StrictJsonRoute)
 

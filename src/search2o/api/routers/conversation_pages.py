@@ -26,9 +26,7 @@ router = APIRouter(prefix="/v1", tags=["conversations"], route_class=StrictJsonR
 def conversation_page(
     user: CurrentUser,
     runtime: RuntimeDep,
-    limit: Annotated[
-        int, Query(ge=1, le=conversation_pages.MAX_PAGE, description="1..200")
-    ] = 50,
+    limit: Annotated[int, Query(ge=1, le=conversation_pages.MAX_PAGE, description="1..200")] = 50,
     cursor: Annotated[
         str | None, Query(max_length=200, description="`next_cursor` of the previous page")
     ] = None,

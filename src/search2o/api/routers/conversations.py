@@ -10,7 +10,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from search2o.api.chat_schemas import (
+from search2o.api.deps import CurrentUser, RuntimeDep
+from search2o.api.jsonbody import StrictJsonRoute
+from search2o.api.openapi import error_responses
+from search2o.api.params import ConversationId, MessageId
+from search2o.errors import InputError
+from search2o.query.conversations import MAX_OFFSET
+from search2o.query.feedback import check_feedback
+from search2o.wire.chat import (
     ConversationDetailPublic,
     ConversationListPublic,
     ConversationPatch,
@@ -18,13 +25,6 @@ from search2o.api.chat_schemas import (
     MessagePublic,
     RatingRequest,
 )
-from search2o.api.deps import CurrentUser, RuntimeDep
-from search2o.api.jsonbody import StrictJsonRoute
-from search2o.api.openapi import error_responses
-from search2o.api.schemas import ConversationId, MessageId
-from search2o.errors import InputError
-from search2o.query.conversations import MAX_OFFSET
-from search2o.query.feedback import check_feedback
 
 router = APIRouter(prefix="/v1", tags=["conversations"], route_class=StrictJsonRoute)
 
@@ -83,9 +83,7 @@ def delete_conversation(
     return Response(status_code=204)
 
 
-@router.put(
-    "/messages/{message_id}/rating", responses=error_responses(401, 404, 413, 422, 503)
-)
+@router.put("/messages/{message_id}/rating", responses=error_responses(401, 404, 413, 422, 503))
 def rate_message(
     message_id: MessageId, body: RatingRequest, user: CurrentUser, runtime: RuntimeDep
 ) -> MessagePublic:
@@ -103,12 +101,8 @@ def rate_message(
     return MessagePublic(**asdict(runtime.conversations.rate(user, message_id, feedback)))
 
 
-@router.get(
-    "/messages/{message_id}/trace", responses=error_responses(401, 404, 422, 500, 503)
-)
-def message_trace(
-    message_id: MessageId, user: CurrentUser, runtime: RuntimeDep
-) -> dict[str, Any]:
+@router.get("/messages/{message_id}/trace", responses=error_responses(401, 404, 422, 500, 503))
+def message_trace(message_id: MessageId, user: CurrentUser, runtime: RuntimeDep) -> dict[str, Any]:
     """Return an answer's retrieval trace: tool calls, queries, hits, packing, timings.
 
     Readable by the conversation's owner and by admins.

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
+from search2o.api.params import DocumentId
 from search2o.api.routers.jobs import JobPublic
-from search2o.api.schemas import DocumentId, DocumentPublic, DocumentTextPublic, IngestPublic
 from search2o.api.uploads import check_name, part_filename
 from search2o.errors import InputError, PermissionDeniedError
 from search2o.jobs.kinds import INGEST, ingest_dedupe_key
@@ -23,6 +23,7 @@ from search2o.knowledge.reading import read_document
 from search2o.observability.tracing import traceparent
 from search2o.storage.models import new_id
 from search2o.storage.upload_models import UploadPart
+from search2o.wire.schemas import DocumentPublic, DocumentTextPublic, IngestPublic
 
 MAX_WAIT_S = 300.0
 """The longest ``wait`` an upload may ask for, in seconds."""

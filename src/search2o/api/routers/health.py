@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from search2o.api.deps import RuntimeDep
 from search2o.api.readiness import ReadinessPublic, check_readiness
-from search2o.api.schemas import HealthPublic
+from search2o.wire.schemas import HealthPublic
 
 router = APIRouter(prefix="/v1", tags=["health"])
 

@@ -21,7 +21,7 @@ from search2o.api.memory_schemas import (
     MemorySearchRequest,
 )
 from search2o.api.openapi import error_responses
-from search2o.api.schemas import AgentName, MemoryLabel, Offset
+from search2o.api.params import AgentName, MemoryLabel, Offset
 
 router = APIRouter(prefix="/v1", tags=["memories"], route_class=StrictJsonRoute)
 

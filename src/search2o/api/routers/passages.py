@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
-from search2o.api.schemas import INT32_MAX
 from search2o.knowledge.passages import read_passage
+from search2o.wire.fields import INT32_MAX
 
 __all__ = ["PassagePublic", "router"]
 

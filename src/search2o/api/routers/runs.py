@@ -13,18 +13,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
-from search2o.api.schemas import INT32_MAX
 from search2o.api.sse import SSE_HEADERS, stream_events
 from search2o.chat import RunInfo
 from search2o.errors import InputError
+from search2o.wire.fields import INT32_MAX
+from search2o.wire.runs import RunPublic
 
-__all__ = ["RunPublic", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["chat"], route_class=StrictJsonRoute)
 
@@ -32,25 +32,15 @@ EVENT_SCHEMA = "#/components/schemas/ChatEvent"
 RunId = Annotated[str, Path(max_length=64, description="the run's id (first event of the answer)")]
 
 
-class RunPublic(BaseModel):
-    """A run as its owner sees it."""
-
-    id: str
-    conversation_id: str | None
-    status: str = Field(description="running, complete, failed or interrupted")
-    last_event_id: int = Field(description="the number of the last event recorded")
-    stop_requested: bool
-
-    @classmethod
-    def of(cls, info: RunInfo) -> RunPublic:
-        """Describe a run."""
-        return cls(
-            id=info.id,
-            conversation_id=info.conversation_id,
-            status=info.status,
-            last_event_id=info.last_seq,
-            stop_requested=info.stop_requested,
-        )
+def _public(info: RunInfo) -> RunPublic:
+    """Describe a run to its owner."""
+    return RunPublic(
+        id=info.id,
+        conversation_id=info.conversation_id,
+        status=info.status,
+        last_event_id=info.last_seq,
+        stop_requested=info.stop_requested,
+    )
 
 
 def _after(last_event_id: str | None, after: int | None) -> int:
@@ -109,10 +99,10 @@ async def run_events(
 @router.get("/runs/{run_id}", responses=error_responses(401, 404, 422, 503))
 def get_run(run_id: RunId, user: CurrentUser, runtime: RuntimeDep) -> RunPublic:
     """Return a run's status and the number of its last event."""
-    return RunPublic.of(runtime.chat.runs.info(user, run_id))
+    return _public(runtime.chat.runs.info(user, run_id))
 
 
 @router.post("/runs/{run_id}/stop", responses=error_responses(401, 404, 422, 503))
 def stop_run(run_id: RunId, user: CurrentUser, runtime: RuntimeDep) -> RunPublic:
     """Stop a run, whichever API process writes it; the partial answer is kept interrupted."""
-    return RunPublic.of(runtime.chat.stop(user, run_id))
+    return _public(runtime.chat.stop(user, run_id))

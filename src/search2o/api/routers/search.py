@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
-from search2o.api.schemas import SearchHitPublic, SearchPublic, SearchRequest
+from search2o.wire.schemas import SearchHitPublic, SearchPublic, SearchRequest
 
 router = APIRouter(prefix="/v1", tags=["search"], route_class=StrictJsonRoute)
 

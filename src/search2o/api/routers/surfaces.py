@@ -20,18 +20,17 @@ from fastapi import APIRouter, Response, status
 from search2o.api.deps import RuntimeDep, SelfUser, SurfaceName, SurfaceUser
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import ErrorBody, error_responses
-from search2o.api.surface_schemas import (
-    ExternalId,
+from search2o.api.params import ExternalId, Workspace
+from search2o.errors import InputError, NotFoundError
+from search2o.surfaces import identity, threads
+from search2o.wire.surfaces import (
     IdentityPublic,
     LinkCodePublic,
     LinkCodeRequest,
     LinkRequest,
     ThreadPublic,
     ThreadRequest,
-    Workspace,
 )
-from search2o.errors import InputError, NotFoundError
-from search2o.surfaces import identity, threads
 
 __all__ = ["router"]
 
@@ -95,7 +94,7 @@ def link_identity(body: LinkRequest, surface: SurfaceName, runtime: RuntimeDep) 
                     "`search2o users link-code EMAIL`"
                 )
             found = linked
-    return IdentityPublic.of(found)
+    return IdentityPublic.model_validate(found, from_attributes=True)
 
 
 @router.get(
@@ -110,7 +109,7 @@ def get_identity(
         found = identity.find_identity(session, surface, workspace, external_user_id)
     if found is None:
         raise NotFoundError(f"the {surface} account {workspace}:{external_user_id} is not linked")
-    return IdentityPublic.of(found)
+    return IdentityPublic.model_validate(found, from_attributes=True)
 
 
 @router.delete(
@@ -189,4 +188,4 @@ def put_thread(
             user,
             runtime.settings.retention,
         )
-    return ThreadPublic.of(link)
+    return ThreadPublic.model_validate(link, from_attributes=True)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
-from search2o.api.schemas import ConversationId
+from search2o.api.params import ConversationId
 
 __all__ = ["WaitingPublic", "router"]
 

@@ -8,42 +8,7 @@ each reconnect), and the routes :class:`MattermostIngress` serves — the slash 
 enqueue → acknowledge. The answer is a job (:class:`MattermostAnswerer`) that calls our API
 through :mod:`search2o.client` with a surface token and writes in the thread through the REST
 API v4 over httpx (:class:`MattermostApi`).
+
+Modules are imported by their full names: this package re-exports nothing, so its extension
+(:mod:`.extension`) and settings load without the rest of it.
 """
-
-from search2o.surfaces.mattermost.answer import MattermostAnswerer
-from search2o.surfaces.mattermost.buttons import ACTIONS_PATH
-from search2o.surfaces.mattermost.ingress import COMMAND_PATH, MattermostIngress
-from search2o.surfaces.mattermost.listener import Listener
-from search2o.surfaces.mattermost.pipeline import ANSWER, RATE, MattermostPipeline
-from search2o.surfaces.mattermost.restapi import MattermostApi, MattermostCallError
-from search2o.surfaces.mattermost.surface import (
-    BotIdentity,
-    add_mattermost_kinds,
-    check,
-    connect,
-    ingress,
-    pipeline,
-    rest_api,
-    store,
-)
-
-__all__ = [
-    "ACTIONS_PATH",
-    "ANSWER",
-    "COMMAND_PATH",
-    "RATE",
-    "BotIdentity",
-    "Listener",
-    "MattermostAnswerer",
-    "MattermostApi",
-    "MattermostCallError",
-    "MattermostIngress",
-    "MattermostPipeline",
-    "add_mattermost_kinds",
-    "check",
-    "connect",
-    "ingress",
-    "pipeline",
-    "rest_api",
-    "store",
-]

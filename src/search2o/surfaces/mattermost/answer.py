@@ -43,7 +43,6 @@ from collections.abc import Callable
 from typing import Any
 
 from search2o.client import Client
-from search2o.config import MattermostSettings
 from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
 from search2o.surfaces.answering import AnswerJob
@@ -52,6 +51,7 @@ from search2o.surfaces.mattermost.buttons import keyboard
 from search2o.surfaces.mattermost.posts import SURFACE
 from search2o.surfaces.mattermost.render import MAX_CHARS, render_answer, render_notice, split
 from search2o.surfaces.mattermost.restapi import MattermostApi
+from search2o.surfaces.mattermost.settings import MattermostSettings
 from search2o.surfaces.turns import chat_turn
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "MattermostAnswerer"]

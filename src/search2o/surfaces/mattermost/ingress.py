@@ -32,12 +32,12 @@ from starlette.routing import BaseRoute, Route
 from search2o.api.errors import error_response
 from search2o.api.jsonbody import parse_json_body
 from search2o.client import Client
-from search2o.config import MattermostSettings
 from search2o.errors import AuthenticationError, InputError
 from search2o.surfaces.deliveries import Inbound
 from search2o.surfaces.mattermost.answer import COMMAND_THREAD
 from search2o.surfaces.mattermost.buttons import ACTIONS_PATH, verify_context
 from search2o.surfaces.mattermost.pipeline import MattermostPipeline
+from search2o.surfaces.mattermost.settings import MattermostSettings
 from search2o.surfaces.turns import link_reply
 from search2o.textrules import text_problem
 

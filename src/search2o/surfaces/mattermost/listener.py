@@ -71,7 +71,7 @@ class Listener:
         backoff_s: float = 1.0,
     ) -> None:
         scheme = "wss" if url.startswith("https") else "ws"
-        self.ws_url = f"{scheme}{url[url.index(':'):].rstrip('/')}/api/v4/websocket"
+        self.ws_url = f"{scheme}{url[url.index(':') :].rstrip('/')}/api/v4/websocket"
         self._token = token
         self.api = api
         self.pipeline = pipeline

@@ -19,12 +19,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from search2o.config import MattermostSettings
 from search2o.jobs.queue import JobQueue
 from search2o.surfaces.answering import Outcome
 from search2o.surfaces.deliveries import DeliveryStore, Inbound
 from search2o.surfaces.groupcommit import GroupCommit
 from search2o.surfaces.mattermost.posts import SURFACE, Bot, normalise_post
+from search2o.surfaces.mattermost.settings import MattermostSettings
 
 __all__ = ["ANSWER", "RATE", "SINCE", "MattermostPipeline", "Outcome"]
 

@@ -11,7 +11,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from search2o.client import Client
-from search2o.config import Settings, public_url
+from search2o.config import Settings
 from search2o.errors import ConfigError, ProviderError
 from search2o.jobs.registry import JobRegistry
 from search2o.surfaces.connect import connect_surface, shared_client
@@ -22,6 +22,8 @@ from search2o.surfaces.mattermost.ingress import MattermostIngress
 from search2o.surfaces.mattermost.pipeline import ANSWER, RATE, MattermostPipeline
 from search2o.surfaces.mattermost.posts import DIRECT_TYPES, SURFACE, Bot
 from search2o.surfaces.mattermost.restapi import MattermostApi
+from search2o.surfaces.mattermost.settings import mattermost_settings
+from search2o.surfaces.mcp.settings import public_url
 
 if TYPE_CHECKING:
     from search2o.runtime import Runtime
@@ -47,21 +49,22 @@ def connect(settings: Settings) -> Client:
         ConfigError: ``mattermost.service_token`` is not set and the server needs tokens.
 
     """
-    mattermost = settings.mattermost
+    mattermost = mattermost_settings(settings)
     return connect_surface(settings, SURFACE, mattermost.server_url, mattermost.service_token)
 
 
 def _token(settings: Settings) -> str:
-    token = settings.mattermost.bot_token
-    if token is None or settings.mattermost.url is None:
+    token = mattermost_settings(settings).bot_token
+    if token is None or mattermost_settings(settings).url is None:
         raise ConfigError(f"mattermost needs {_NEEDED}")
     return token.get_secret_value()
 
 
 def rest_api(settings: Settings) -> MattermostApi:
     """Return the REST API with the configured bot token (``mattermost.url`` must be set)."""
-    assert settings.mattermost.url is not None
-    return MattermostApi(settings.mattermost.url, _token(settings))
+    url = mattermost_settings(settings).url
+    assert url is not None
+    return MattermostApi(url, _token(settings))
 
 
 def store(runtime: Runtime) -> DeliveryStore:
@@ -94,7 +97,7 @@ class BotIdentity:
 def pipeline(runtime: Runtime, api: MattermostApi) -> MattermostPipeline:
     """Return the pipeline of this process (its store, the job queue, the bot's identity)."""
     return MattermostPipeline(
-        runtime.settings.mattermost, store(runtime), runtime.jobs, BotIdentity(api)
+        mattermost_settings(runtime.settings), store(runtime), runtime.jobs, BotIdentity(api)
     )
 
 
@@ -102,7 +105,9 @@ def ingress(runtime: Runtime, api: MattermostApi) -> MattermostIngress:
     """Return the command and button routes' handler."""
     settings = runtime.settings
     return MattermostIngress(
-        settings.mattermost, pipeline(runtime, api), button_key(_token(settings)),
+        mattermost_settings(settings),
+        pipeline(runtime, api),
+        button_key(_token(settings)),
         lambda: connect(settings),
     )
 
@@ -110,9 +115,9 @@ def ingress(runtime: Runtime, api: MattermostApi) -> MattermostIngress:
 def add_mattermost_kinds(registry: JobRegistry, runtime: Runtime) -> MattermostAnswerer:
     """Register ``mattermost.answer`` and ``mattermost.rate``; return their handler."""
     settings = runtime.settings
-    base = settings.mattermost.public_url or public_url(settings)
+    base = mattermost_settings(settings).public_url or public_url(settings)
     answerer = MattermostAnswerer(
-        settings.mattermost,
+        mattermost_settings(settings),
         store(runtime),
         rest_api(settings),
         shared_client(lambda: connect(settings)),
@@ -131,7 +136,7 @@ def check(settings: Settings) -> list[tuple[bool, str]]:
     the bot is in some channel; the service token (token mode); the command token (the slash
     command is then served).
     """
-    mattermost = settings.mattermost
+    mattermost = mattermost_settings(settings)
     if not mattermost.configured:
         return [(False, f"mattermost: off — set {_NEEDED}")]
     lines: list[tuple[bool, str]] = []
@@ -145,8 +150,11 @@ def check(settings: Settings) -> list[tuple[bool, str]]:
             lines.append((True, f"mattermost: ok — {who} at {mattermost.url}"))
         channels = api.my_channels()
         lines.append(
-            (bool(channels), f"mattermost: the bot is in {len(channels)} channel(s)"
-             + ("" if channels else " — add it to a channel or open a DM"))
+            (
+                bool(channels),
+                f"mattermost: the bot is in {len(channels)} channel(s)"
+                + ("" if channels else " — add it to a channel or open a DM"),
+            )
         )
     except ProviderError as exc:
         return [*lines, (False, f"mattermost: {exc.message}")]

@@ -37,6 +37,7 @@ from search2o.surfaces.mcp.auth import CallerBackend, CallerTokenVerifier, curre
 from search2o.surfaces.mcp.metadata import ROOT_METADATA_PATH, metadata_document, metadata_endpoint
 from search2o.surfaces.mcp.oidc import OidcVerifier
 from search2o.surfaces.mcp.server import build_mcp_server
+from search2o.surfaces.mcp.settings import mcp_settings
 from search2o.surfaces.mcp.urls import ENDPOINT_PATH, METADATA_PATH, McpUrls
 
 __all__ = ["McpEndpoint"]
@@ -87,8 +88,8 @@ class McpEndpoint:
             transport_security=security,
         )
         oidc = (
-            OidcVerifier(runtime, settings.mcp, self.urls.audience)
-            if settings.mcp.oidc_issuer is not None
+            OidcVerifier(runtime, mcp_settings(settings), self.urls.audience)
+            if mcp_settings(settings).oidc_issuer is not None
             else None
         )
         backend = CallerBackend(runtime, CallerTokenVerifier(runtime, oidc))
@@ -96,7 +97,7 @@ class McpEndpoint:
         self.app: ASGIApp = _AllowlistFirst(
             AuthenticationMiddleware(AuthContextMiddleware(guarded), backend=backend), security
         )
-        self._document = metadata_document(self.urls, settings.mcp)
+        self._document = metadata_document(self.urls, mcp_settings(settings))
 
     def routes(self) -> list[BaseRoute]:
         """Return the routes to add to the API app: ``/mcp`` and the two metadata paths."""

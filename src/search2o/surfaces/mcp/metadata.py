@@ -23,7 +23,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from search2o.config import McpSettings
+from search2o.surfaces.mcp.settings import McpSettings
 from search2o.surfaces.mcp.urls import McpUrls
 
 __all__ = ["ROOT_METADATA_PATH", "metadata_document", "metadata_endpoint"]

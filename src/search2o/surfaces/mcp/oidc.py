@@ -24,12 +24,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from search2o.accounts import Principal, normalize_email
-from search2o.config import McpSettings
 from search2o.errors import AuthenticationError, InputError, NotFoundError
 from search2o.idp import MAX_DOCUMENT_BYTES, ProviderKeys, groups_from_claims, validate_claims
 from search2o.runtime import Runtime
+from search2o.surfaces.mcp.settings import McpSettings
 
 __all__ = ["MAX_DOCUMENT_BYTES", "OidcVerifier", "VerifiedToken"]
+
 
 @dataclass(frozen=True)
 class VerifiedToken:

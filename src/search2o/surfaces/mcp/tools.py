@@ -24,6 +24,7 @@ from search2o.surfaces.mcp.schemas import (
     SearchResult,
     SearchResults,
 )
+from search2o.surfaces.mcp.settings import mcp_settings
 from search2o.surfaces.mcp.urls import McpUrls
 
 __all__ = ["MAX_DOCUMENT_IDS", "KnowledgeTools"]
@@ -73,7 +74,7 @@ class KnowledgeTools:
             IndexMismatchError, ProviderError, StorageError: as the Knowledge Store's search.
 
         """
-        depth = self._runtime.settings.mcp.search_k
+        depth = mcp_settings(self._runtime.settings).search_k
         found = self._runtime.knowledge.search(principal, query, depth)
         results: dict[int, SearchResult] = {}
         for hit in found.hits:
@@ -96,7 +97,7 @@ class KnowledgeTools:
         number = _document_id(document_id, "id")
         if number is None:
             raise NotFoundError(f"no document {document_id.strip()}")
-        limit = self._runtime.settings.mcp.max_fetch_chars
+        limit = mcp_settings(self._runtime.settings).max_fetch_chars
         with self._runtime.database.session() as session:
             document = read_document(session, principal, number, limit)
         return FetchedDocument(

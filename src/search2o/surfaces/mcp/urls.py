@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from search2o.config import Settings
+from search2o.surfaces.mcp.settings import mcp_settings
 
 __all__ = ["ENDPOINT_PATH", "METADATA_PATH", "McpUrls"]
 
@@ -62,7 +63,7 @@ class McpUrls:
     @classmethod
     def of(cls, settings: Settings) -> McpUrls:
         """Compute the addresses from ``settings`` (``mcp``, ``host``, ``port``)."""
-        mcp = settings.mcp
+        mcp = mcp_settings(settings)
         base = mcp.public_url or _default_base(settings.host, settings.port)
         parts = urlsplit(base)
         hostname = parts.hostname or ""

@@ -47,13 +47,13 @@ from collections.abc import Callable
 from typing import Any
 
 from search2o.client import Client
-from search2o.config import SlackSettings
 from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
 from search2o.surfaces.answering import AnswerJob
 from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.slack.events import SURFACE
 from search2o.surfaces.slack.render import Rendered, escape, render_answer, render_notice
+from search2o.surfaces.slack.settings import SlackSettings
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError, UpdateBudget
 from search2o.surfaces.turns import chat_turn
 

@@ -92,8 +92,10 @@ def normalise_event(
     if not all(isinstance(v, str) and _TS.fullmatch(v) for v in (ts, thread_ts)):
         return None
     channel_type = str(event.get("channel_type") or "channel")
-    if kind == "message" and channel_type not in DIRECT_TYPES and not known_thread(
-        str(team), str(event["channel"]), str(thread_ts)
+    if (
+        kind == "message"
+        and channel_type not in DIRECT_TYPES
+        and not known_thread(str(team), str(event["channel"]), str(thread_ts))
     ):
         return None
     text = _without_mention(str(event.get("text") or ""), bot)

@@ -30,10 +30,10 @@ from starlette.routing import BaseRoute, Route
 
 from search2o.api.errors import error_response
 from search2o.api.jsonbody import parse_json_body
-from search2o.config import SlackSettings
 from search2o.errors import AuthenticationError
 from search2o.signing import SLACK_SIGNATURE_HEADER, SLACK_TIMESTAMP_HEADER, verify_slack
 from search2o.surfaces.slack.pipeline import SlackPipeline
+from search2o.surfaces.slack.settings import SlackSettings
 
 __all__ = ["EVENTS_PATH", "INTERACTIONS_PATH", "SlackIngress"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from search2o.config import SlackSettings
 from search2o.errors import ProviderError
+from search2o.surfaces.slack.settings import SlackSettings
 from search2o.surfaces.slack.webapi import SlackApi, SlackCallError
 
 __all__ = ["BOT_EVENTS", "BOT_SCOPES", "check", "manifest"]

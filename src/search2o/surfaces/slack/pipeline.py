@@ -19,7 +19,6 @@ import logging
 from functools import partial
 from typing import Any
 
-from search2o.config import SlackSettings
 from search2o.jobs.queue import JobQueue
 from search2o.surfaces.answering import Outcome
 from search2o.surfaces.answering import answer_dedupe_key as _dedupe_key
@@ -27,6 +26,7 @@ from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.groupcommit import GroupCommit
 from search2o.surfaces.slack.events import SURFACE, normalise_event
 from search2o.surfaces.slack.render import FEEDBACK_ACTIONS
+from search2o.surfaces.slack.settings import SlackSettings
 
 __all__ = ["ANSWER", "RATE", "Outcome", "SlackPipeline", "answer_dedupe_key"]
 

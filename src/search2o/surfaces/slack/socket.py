@@ -25,6 +25,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from search2o.errors import ConfigError, ProviderError
 from search2o.surfaces.slack.commands import SlashCommand
 from search2o.surfaces.slack.pipeline import SlackPipeline
+from search2o.surfaces.slack.settings import slack_settings
 from search2o.surfaces.slack.surface import shared_client, store
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def run_socket(runtime: Runtime, stop: threading.Event) -> None:
             (``apps.connections.open``, the first call; the CLI prints it as one line).
 
     """
-    slack = runtime.settings.slack
+    slack = slack_settings(runtime.settings)
     if not slack.configured:
         raise ConfigError(
             "Slack is not configured: set SEARCH2O_SLACK__BOT_TOKEN and "

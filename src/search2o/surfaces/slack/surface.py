@@ -19,6 +19,7 @@ from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.slack.answer import SlackAnswerer
 from search2o.surfaces.slack.events import DIRECT_TYPES, SURFACE
 from search2o.surfaces.slack.pipeline import ANSWER, RATE
+from search2o.surfaces.slack.settings import slack_settings
 from search2o.surfaces.slack.webapi import SlackApi, UpdateBudget
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def server_url(settings: Settings) -> str:
 
     See :func:`search2o.surfaces.connect.server_url`.
     """
-    return connecting.server_url(settings, settings.slack.server_url)
+    return connecting.server_url(settings, slack_settings(settings).server_url)
 
 
 def connect(settings: Settings) -> Client:
@@ -42,7 +43,7 @@ def connect(settings: Settings) -> Client:
         ConfigError: ``slack.service_token`` is not set and the server needs tokens.
 
     """
-    slack = settings.slack
+    slack = slack_settings(settings)
     return connecting.connect_surface(settings, SURFACE, slack.server_url, slack.service_token)
 
 
@@ -64,7 +65,7 @@ def store(runtime: Runtime) -> DeliveryStore:
 def add_slack_kinds(registry: JobRegistry, runtime: Runtime) -> SlackAnswerer:
     """Register ``slack.answer`` and ``slack.rate`` in ``registry``; return their handler."""
     settings = runtime.settings
-    slack = settings.slack
+    slack = slack_settings(settings)
     assert slack.bot_token is not None
     answerer = SlackAnswerer(
         slack,

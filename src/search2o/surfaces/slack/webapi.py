@@ -126,7 +126,6 @@ class SlackApi:
                 if slot is not None:
                     slot.done()
 
-
     def scopes(self) -> set[str]:
         """Return the token's granted scopes (``auth.test``'s ``X-OAuth-Scopes`` header).
 

@@ -45,13 +45,13 @@ from collections.abc import Callable
 from typing import Any
 
 from search2o.client import Client
-from search2o.config import TelegramSettings
 from search2o.errors import InputError, ProviderError
 from search2o.jobs.context import JobContext
 from search2o.surfaces.answering import AnswerJob
 from search2o.surfaces.deliveries import Delivery, DeliveryStore
 from search2o.surfaces.telegram.botapi import BotApi, TelegramCallError
 from search2o.surfaces.telegram.render import MAX_UNITS, Part, render_answer, render_notice, split
+from search2o.surfaces.telegram.settings import TelegramSettings
 from search2o.surfaces.turns import chat_turn
 
 __all__ = ["CHANNEL_FOOTER", "LINK_HINT", "TelegramAnswerer", "rating_data"]

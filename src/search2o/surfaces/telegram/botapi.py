@@ -37,9 +37,7 @@ __all__ = ["BotApi", "TelegramCallError", "bot_id_of"]
 
 _MAX_RETRY_AFTER_S = 300.0
 # The calls that put a message in a chat or change one: what Telegram's limits count.
-_SENDS = frozenset(
-    {"sendMessage", "sendMessageDraft", "editMessageText", "editMessageReplyMarkup"}
-)
+_SENDS = frozenset({"sendMessage", "sendMessageDraft", "editMessageText", "editMessageReplyMarkup"})
 _OVERALL = "*"
 
 

@@ -20,9 +20,9 @@ from starlette.routing import BaseRoute, Route
 
 from search2o.api.errors import error_response
 from search2o.api.jsonbody import parse_json_body
-from search2o.config import TelegramSettings
 from search2o.errors import AuthenticationError
 from search2o.surfaces.telegram.pipeline import TelegramPipeline
+from search2o.surfaces.telegram.settings import TelegramSettings
 
 __all__ = ["SECRET_HEADER", "WEBHOOK_PATH", "TelegramWebhook"]
 

@@ -20,12 +20,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from search2o.config import TelegramSettings
 from search2o.jobs.queue import JobQueue
 from search2o.surfaces.answering import Outcome
 from search2o.surfaces.answering import answer_dedupe_key as _dedupe_key
 from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.groupcommit import GroupCommit
+from search2o.surfaces.telegram.settings import TelegramSettings
 from search2o.surfaces.telegram.updates import Bot, normalise_callback, normalise_message
 
 __all__ = ["ANSWER", "RATE", "Outcome", "TelegramPipeline", "answer_dedupe_key"]

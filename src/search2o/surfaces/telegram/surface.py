@@ -20,6 +20,7 @@ from search2o.surfaces.deliveries import DeliveryStore
 from search2o.surfaces.telegram.answer import TelegramAnswerer
 from search2o.surfaces.telegram.botapi import BotApi, bot_id_of
 from search2o.surfaces.telegram.pipeline import ANSWER, RATE, TelegramPipeline
+from search2o.surfaces.telegram.settings import telegram_settings
 from search2o.surfaces.telegram.updates import DIRECT_TYPES, SURFACE, Bot
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def connect(settings: Settings) -> Client:
         ConfigError: ``telegram.service_token`` is not set and the server needs tokens.
 
     """
-    telegram = settings.telegram
+    telegram = telegram_settings(settings)
     return connect_surface(settings, SURFACE, telegram.server_url, telegram.service_token)
 
 
@@ -54,7 +55,7 @@ def deep_link(settings: Settings, code: str) -> str | None:
     Opening it starts the private chat and sends ``/start <code>`` (Telegram "Deep linking":
     the parameter is up to 64 characters ``A-Z a-z 0-9 _ -``, which a link code is).
     """
-    username = settings.telegram.bot_username
+    username = telegram_settings(settings).bot_username
     return f"https://t.me/{username}?start={code}" if username else None
 
 
@@ -69,7 +70,7 @@ def bot_api(settings: Settings) -> BotApi:
     overall: :data:`OVERALL_BUDGET`) are this instance's: one per process answers, shared by
     every answer in flight.
     """
-    telegram = settings.telegram
+    telegram = telegram_settings(settings)
     assert telegram.bot_token is not None
     return BotApi(
         telegram.bot_token.get_secret_value(),
@@ -94,7 +95,7 @@ class BotIdentity:
     """
 
     def __init__(self, settings: Settings, api: BotApi) -> None:
-        telegram = settings.telegram
+        telegram = telegram_settings(settings)
         assert telegram.bot_token is not None
         self.id = int(bot_id_of(telegram.bot_token.get_secret_value()))
         self.api = api
@@ -119,7 +120,7 @@ def pipeline(runtime: Runtime, api: BotApi) -> TelegramPipeline:
     """Return the pipeline of this process (its store, the job queue, the bot's identity)."""
     settings = runtime.settings
     return TelegramPipeline(
-        settings.telegram, store(runtime), runtime.jobs, BotIdentity(settings, api)
+        telegram_settings(settings), store(runtime), runtime.jobs, BotIdentity(settings, api)
     )
 
 
@@ -127,7 +128,7 @@ def add_telegram_kinds(registry: JobRegistry, runtime: Runtime) -> TelegramAnswe
     """Register ``telegram.answer`` and ``telegram.rate`` in ``registry``; return their handler."""
     settings = runtime.settings
     answerer = TelegramAnswerer(
-        settings.telegram,
+        telegram_settings(settings),
         store(runtime),
         bot_api(settings),
         shared_client(lambda: connect(settings)),
@@ -144,7 +145,7 @@ def check(settings: Settings) -> tuple[bool, str]:
     token is set (token mode); in ``webhook`` mode that a webhook is set (``getWebhookInfo``)
     and its last error; in ``polling`` mode that none is set.
     """
-    telegram = settings.telegram
+    telegram = telegram_settings(settings)
     if not telegram.configured:
         return False, "telegram: off — set SEARCH2O_TELEGRAM__BOT_TOKEN (from @BotFather)"
     try:

@@ -76,9 +76,7 @@ def _mentions(message: dict[str, Any], bot: Bot) -> list[tuple[int, int]]:
     return found
 
 
-def normalise_message(
-    update: dict[str, Any], bot: Bot, *, max_chars: int = 4096
-) -> Inbound | None:
+def normalise_message(update: dict[str, Any], bot: Bot, *, max_chars: int = 4096) -> Inbound | None:
     """Return the question an update holds, or ``None`` to ignore it (module docstring).
 
     Args:

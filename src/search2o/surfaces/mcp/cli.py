@@ -16,7 +16,7 @@ def mcp_stdio(as_user: AsOpt = None) -> None:
     VS Code). It searches as the --as user (default: the local user), under their access
     rights; needs the `mcp` extra.
     """
-    from search2o.surfaces.mcp import serve_stdio
+    from search2o.surfaces.mcp.stdio import serve_stdio
 
     with open_runtime() as runtime:
         serve_stdio(runtime, runtime.principal_for(as_user))

@@ -10,6 +10,7 @@ import typer
 
 from search2o.cli.common import console, handle_errors, open_runtime, print_plain, settings
 from search2o.errors import ConfigError
+from search2o.surfaces.telegram.settings import telegram_settings
 
 __all__ = ["telegram_app"]
 
@@ -25,7 +26,7 @@ def telegram_check() -> None:
 
     Exit code 0 when the bot can answer, 1 otherwise.
     """
-    from search2o.surfaces.telegram import check
+    from search2o.surfaces.telegram.surface import check
 
     ok, line = check(settings())
     print_plain(line)
@@ -41,11 +42,11 @@ def telegram_poll() -> None:
     Updates are recorded and answered by jobs (run `search2o worker`, or `search2o serve`
     alongside). The offset is kept in the database, so a restart loses and repeats nothing.
     """
-    from search2o.surfaces.telegram import Poller, bot_api, pipeline
-    from search2o.surfaces.telegram.surface import BotIdentity, store
+    from search2o.surfaces.telegram.polling import Poller
+    from search2o.surfaces.telegram.surface import BotIdentity, bot_api, pipeline, store
 
     with open_runtime() as runtime:
-        telegram = runtime.settings.telegram
+        telegram = telegram_settings(runtime.settings)
         if not telegram.configured or telegram.mode != "polling":
             raise ConfigError(
                 "telegram polling needs SEARCH2O_TELEGRAM__BOT_TOKEN and "
@@ -61,7 +62,10 @@ def telegram_poll() -> None:
         signal.signal(signal.SIGINT, on_signal)
         workspace = str(BotIdentity(runtime.settings, api).id)
         poller = Poller(
-            api, pipeline(runtime, api), store(runtime), workspace,
+            api,
+            pipeline(runtime, api),
+            store(runtime),
+            workspace,
             timeout_s=telegram.poll_timeout_s,
         )
         console.print(f"telegram: polling getUpdates from offset {poller.offset()}")

@@ -17,6 +17,7 @@ names are path segments of ``/v1/surfaces/...``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from search2o.errors import InputError
 from search2o.textrules import check_text
@@ -42,6 +43,20 @@ MAX_ID_CHARS = 200
 SURFACE_PATTERN = r"^[a-z][a-z0-9_-]*$"
 WORKSPACE_PATTERN = r"^[A-Za-z0-9._@+=-]+$"
 ID_PATTERN = r"^[A-Za-z0-9._@+=:-]+$"
+DEFAULT_CODE_MINUTES = 15
+"""How long a link code stays valid unless the request says otherwise (minutes)."""
+MAX_CODE_MINUTES = 1440
+"""The longest a link code may stay valid (minutes: one day)."""
+
+ACT_AS_HEADER = "X-Search2o-Act-As"
+"""The request header a surface token names its principal in."""
+
+
+def json_rule(pattern: str, max_chars: int) -> dict[str, Any]:
+    """Return the JSON Schema of a name: ``pattern`` (ECMA-262), 1 to ``max_chars`` characters."""
+    return {"pattern": pattern, "minLength": 1, "maxLength": max_chars}
+
+
 _SURFACE = re.compile(SURFACE_PATTERN)
 _WORKSPACE = re.compile(WORKSPACE_PATTERN)
 _ID = re.compile(ID_PATTERN)

@@ -1,57 +1,37 @@
 """Request and response bodies of ``/v1/surfaces``: link codes, identities, threads.
 
-The name rules (surface, workspace, ids) are :mod:`search2o.surfaces.names`; the patterns and
+The name rules (surface, workspace, ids) are :mod:`search2o.wire.names`; the patterns and
 lengths here only document them, the code enforces them with errors naming the field.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
 
-from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from search2o.surfaces.identity import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES, Identity
-from search2o.surfaces.names import (
+from search2o.wire.names import (
+    DEFAULT_CODE_MINUTES,
     ID_PATTERN,
+    MAX_CODE_MINUTES,
     MAX_ID_CHARS,
     MAX_SURFACE_CHARS,
     MAX_WORKSPACE_CHARS,
     SURFACE_PATTERN,
     WORKSPACE_PATTERN,
+    json_rule,
 )
-from search2o.surfaces.threads import ThreadLink
+
+_WORKSPACE_RULE = json_rule(WORKSPACE_PATTERN, MAX_WORKSPACE_CHARS)
+_ID_RULE = json_rule(ID_PATTERN, MAX_ID_CHARS)
 
 __all__ = [
-    "ExternalId",
     "IdentityPublic",
     "LinkCodePublic",
     "LinkCodeRequest",
     "LinkRequest",
     "ThreadPublic",
     "ThreadRequest",
-    "Workspace",
-]
-
-
-def _rule(pattern: str, max_chars: int) -> dict[str, Any]:
-    return {"pattern": pattern, "minLength": 1, "maxLength": max_chars}
-
-
-_WORKSPACE_RULE = _rule(WORKSPACE_PATTERN, MAX_WORKSPACE_CHARS)
-_ID_RULE = _rule(ID_PATTERN, MAX_ID_CHARS)
-
-Workspace = Annotated[
-    str,
-    Path(
-        description="the platform's workspace/team id, e.g. T0123ABCD",
-        json_schema_extra=_WORKSPACE_RULE,
-    ),
-]
-ExternalId = Annotated[
-    str,
-    Path(description="the platform's id of a user, channel or thread", json_schema_extra=_ID_RULE),
 ]
 
 
@@ -63,7 +43,7 @@ class LinkCodeRequest(BaseModel):
     surface: StrictStr | None = Field(
         default=None,
         description="the only surface the code links on, e.g. slack; null for any",
-        json_schema_extra=_rule(SURFACE_PATTERN, MAX_SURFACE_CHARS),
+        json_schema_extra=json_rule(SURFACE_PATTERN, MAX_SURFACE_CHARS),
     )
     minutes: StrictInt = Field(
         default=DEFAULT_CODE_MINUTES,
@@ -114,18 +94,6 @@ class IdentityPublic(BaseModel):
     linked_by: str = Field(description="email or code")
     created_at: datetime
 
-    @classmethod
-    def of(cls, identity: Identity) -> IdentityPublic:
-        """Describe a link."""
-        return cls(
-            surface=identity.surface,
-            workspace=identity.workspace,
-            external_user_id=identity.external_user_id,
-            email=identity.email,
-            linked_by=identity.linked_by,
-            created_at=identity.created_at,
-        )
-
 
 class ThreadRequest(BaseModel):
     """``PUT /v1/surfaces/threads/...``: the conversation a thread's first message started."""
@@ -146,15 +114,3 @@ class ThreadPublic(BaseModel):
     thread: str
     conversation_id: str
     created: bool = Field(description="false: the thread was mapped already (to this id)")
-
-    @classmethod
-    def of(cls, link: ThreadLink) -> ThreadPublic:
-        """Describe a mapping."""
-        return cls(
-            surface=link.surface,
-            workspace=link.workspace,
-            channel=link.channel,
-            thread=link.thread,
-            conversation_id=link.conversation_id,
-            created=link.created,
-        )

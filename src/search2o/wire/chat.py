@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
-from search2o.api.schemas import text_field
-from search2o.query.feedback import Reason
+from search2o.wire.fields import text_field
 
 __all__ = [
     "ChatRequest",
@@ -19,7 +18,11 @@ __all__ = [
     "MessagePublic",
     "PageContext",
     "RatingRequest",
+    "Reason",
 ]
+
+Reason = Literal["wrong_source", "missing_information", "outdated", "unsupported_citation"]
+"""Why an answer was rated down (:data:`search2o.query.feedback.REASONS` lists them in order)."""
 
 
 class PageContext(BaseModel):

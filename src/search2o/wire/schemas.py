@@ -1,52 +1,22 @@
-"""Request and response bodies of the HTTP API, with limits declared on fields."""
+"""Request and response bodies of search, documents and health, with limits declared on fields."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
 
-from fastapi import Path, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from search2o.wire.fields import text_field
+
 __all__ = [
-    "TEXT_PATTERN",
-    "DocumentId",
     "DocumentPublic",
     "DocumentTextPublic",
     "HealthPublic",
     "IngestPublic",
-    "MemoryLabel",
-    "MessageId",
-    "Offset",
     "SearchHitPublic",
     "SearchPublic",
     "SearchRequest",
-    "text_field",
 ]
-
-INT32_MAX = 2_147_483_647
-"""The largest id or offset a query may carry (PostgreSQL ``integer``; also SQLite's bound)."""
-
-DocumentId = Annotated[int, Path(ge=1, le=INT32_MAX, description="a document id")]
-Offset = Annotated[int, Query(ge=0, le=INT32_MAX, description="rows to skip, 0 or more")]
-ConversationId = Annotated[str, Path(max_length=64, description="a conversation id")]
-MessageId = Annotated[str, Path(max_length=64, description="a message id")]
-AgentName = Annotated[str, Path(max_length=100, description="an agent's name")]
-MemoryLabel = Annotated[str, Path(max_length=64, description="a memory's label")]
-
-TEXT_PATTERN = r"^[^\u0000]*\S[^\u0000]*$"
-"""Text that is not blank and holds no NUL (ECMA-262 syntax, as JSON Schema's ``pattern``)."""
-
-
-def text_field(description: str, **kwargs: Any) -> Any:
-    """Return a ``Field`` for user text, documented as non-blank without NUL.
-
-    The rule is enforced by :func:`search2o.textrules.check_text` where the text is used, whose
-    errors name the field and the rule; the pattern only documents it.
-    """
-    return Field(
-        description=description, json_schema_extra={"pattern": TEXT_PATTERN}, **kwargs
-    )
 
 
 class SearchRequest(BaseModel):

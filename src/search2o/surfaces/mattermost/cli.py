@@ -10,6 +10,7 @@ import typer
 
 from search2o.cli.common import console, handle_errors, open_runtime, print_plain, settings
 from search2o.errors import ConfigError
+from search2o.surfaces.mattermost.settings import mattermost_settings
 
 __all__ = ["mattermost_app"]
 
@@ -26,7 +27,7 @@ def mattermost_check() -> None:
 
     Exit code 0 when the bot can answer, 1 otherwise.
     """
-    from search2o.surfaces.mattermost import check
+    from search2o.surfaces.mattermost.surface import check
 
     lines = check(settings())
     for _, line in lines:
@@ -43,10 +44,11 @@ def mattermost_listen() -> None:
     Posts are recorded and answered by jobs (run `search2o worker`, or `search2o serve`
     alongside). After every reconnect what was posted during the gap is backfilled over REST.
     """
-    from search2o.surfaces.mattermost import Listener, pipeline, rest_api
+    from search2o.surfaces.mattermost.listener import Listener
+    from search2o.surfaces.mattermost.surface import pipeline, rest_api
 
     with open_runtime() as runtime:
-        mattermost = runtime.settings.mattermost
+        mattermost = mattermost_settings(runtime.settings)
         if not mattermost.configured:
             raise ConfigError(
                 "mattermost listen needs SEARCH2O_MATTERMOST__URL and "

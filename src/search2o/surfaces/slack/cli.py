@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 import typer
 
 from search2o.cli.common import handle_errors, open_runtime, print_plain, settings
+from search2o.surfaces.slack.settings import slack_settings
 
 __all__ = ["slack_app"]
 
@@ -39,7 +40,7 @@ def slack_manifest(
     from search2o.errors import InputError
     from search2o.surfaces.slack.manifest import manifest
 
-    chosen = mode or settings().slack.mode
+    chosen = mode or slack_settings(settings()).mode
     if chosen == "http" and not url:
         raise InputError("--url", "http mode needs this server's public URL, e.g. https://...")
     if chosen == "http" and url is not None and not url.startswith("https://"):
@@ -57,8 +58,8 @@ def slack_check() -> None:
     from search2o.surfaces.slack.manifest import check
 
     chosen = settings()
-    problems = check(chosen.slack)
-    if chosen.auth_mode == "token" and chosen.slack.service_token is None:
+    problems = check(slack_settings(chosen))
+    if chosen.auth_mode == "token" and slack_settings(chosen).service_token is None:
         problems.append(
             "slack.service_token is not set: answers cannot reach this server; run `search2o "
             "surfaces token slack` and set SEARCH2O_SLACK__SERVICE_TOKEN"

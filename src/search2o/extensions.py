@@ -1,0 +1,129 @@
+"""The one registry of extensions: surfaces and connectors plug in; the core never imports them.
+
+An extension is a package at the edge (``search2o.surfaces.slack``, a customer's connector)
+that contributes any of:
+
+* a **settings section** (a pydantic model): the root :class:`search2o.config.Settings` gets a
+  field of the extension's ``name``, read from ``SEARCH2O_<NAME>__*`` and the TOML table
+  ``[<name>]`` and as strict on unknown keys as every core section;
+* **job kinds**: ``add_kinds(registry, runtime)`` adds its kinds to the
+  :class:`~search2o.jobs.registry.JobRegistry` that ``search2o serve`` and ``search2o worker``
+  build (:func:`search2o.jobs.kinds.build_registry`);
+* **routes**: ``add_routes(app, runtime)`` mounts its endpoints on the FastAPI app
+  (:func:`search2o.api.app.create_app`) and may return a context that runs while it serves;
+* **CLI commands**: ``add_commands(cli)`` adds a Typer group to ``search2o``.
+
+Each hook decides for itself whether its section is configured (a hook of an unconfigured
+surface adds nothing). Built-ins register exactly as third-party packages do, as entry points
+of the group ``search2o.extensions`` (Python packaging, "Entry points specification")::
+
+    [project.entry-points."search2o.extensions"]
+    slack = "search2o.surfaces.slack.extension:EXTENSION"
+
+An extension module must import only its settings (and this module) at import time: the root
+settings load it while they are being built, so its hooks import the rest of the package in
+their bodies. ``docs/architecture.md`` ("Adding a surface") walks through one.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from pydantic import BaseModel
+
+from search2o.errors import ConfigError
+
+__all__ = ["GROUP", "Extension", "discover", "load_extensions"]
+
+GROUP = "search2o.extensions"
+"""The entry point group every extension is registered in."""
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+@dataclass(frozen=True)
+class Extension:
+    """What one extension contributes; every hook is optional.
+
+    Attributes:
+        name: the extension's name, also its settings section's field name (lower case,
+            ``[a-z][a-z0-9_]*``, at most 32 characters); equal to its entry point's name.
+        summary: one line for ``search2o extensions`` and the docs.
+        settings: its settings section (a pydantic model with ``extra="forbid"`` whose fields
+            all have defaults), or ``None``.
+        add_kinds: ``(registry: JobRegistry, runtime: Runtime) -> None``.
+        add_routes: ``(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager | None``;
+            what it returns is entered while the app serves (a transport's task group) and
+            exited on shutdown.
+        add_commands: ``(cli: typer.Typer) -> None``.
+
+    The hooks take the core's objects untyped here so that this contract imports nothing of
+    the core (the core imports it); each extension annotates its own hooks.
+
+    """
+
+    name: str
+    summary: str
+    settings: type[BaseModel] | None = None
+    add_kinds: Callable[[Any, Any], None] | None = None
+    add_routes: Callable[[Any, Any], AbstractAsyncContextManager[Any] | None] | None = None
+    add_commands: Callable[[Any], None] | None = None
+
+
+def load_extensions(found: dict[str, Any]) -> tuple[Extension, ...]:
+    """Check the loaded entry points ``found`` (name → object) and return them sorted by name.
+
+    Raises:
+        ConfigError: an object is not an :class:`Extension`, its name breaks the rule or
+            differs from its entry point's name, or its settings are not a pydantic model
+            that refuses unknown keys; the message names the entry point.
+
+    """
+    extensions = []
+    for name, obj in sorted(found.items()):
+        where = f"extension {name!r} ({GROUP})"
+        if not isinstance(obj, Extension):
+            raise ConfigError(f"{where} is a {type(obj).__name__}, not a search2o Extension")
+        if not _NAME.fullmatch(obj.name):
+            raise ConfigError(f"{where}: name {obj.name!r} must match {_NAME.pattern}")
+        if obj.name != name:
+            raise ConfigError(f"{where}: its name is {obj.name!r}; the entry point must match")
+        if obj.settings is not None and not (
+            isinstance(obj.settings, type) and issubclass(obj.settings, BaseModel)
+        ):
+            raise ConfigError(f"{where}: settings must be a pydantic model class")
+        if obj.settings is not None and obj.settings.model_config.get("extra") != "forbid":
+            # a typo in its section would otherwise serve with the default it meant to change
+            raise ConfigError(
+                f"{where}: its settings must refuse unknown keys "
+                "(model_config = ConfigDict(extra='forbid'))"
+            )
+        extensions.append(obj)
+    return tuple(extensions)
+
+
+@functools.cache
+def discover() -> tuple[Extension, ...]:
+    """Return every installed extension, sorted by name (loaded once per process).
+
+    Raises:
+        ConfigError: an entry point fails to import (its error is named, with the cause
+            kept), or :func:`load_extensions` refuses it.
+
+    """
+    found: dict[str, Any] = {}
+    for ep in entry_points(group=GROUP):
+        try:
+            found[ep.name] = ep.load()
+        except Exception as exc:  # a plugin's own import error: name it, keep the cause
+            raise ConfigError(
+                f"extension {ep.name!r} ({GROUP}, {ep.value}) failed to load "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
+    return load_extensions(found)
