@@ -76,8 +76,8 @@ from benchkit import (
 )
 from rich.table import Table
 
-from search2o.config import JobSettings
 from search2o.jobs import JobContext, JobQueue, JobRegistry
+from search2o.jobs.settings import JobSettings
 from search2o.storage.db import Database
 
 BACKENDS = ("sqlite", "postgres", "redis")

@@ -135,8 +135,9 @@ from benchkit import (
 from rich.table import Table
 
 from search2o.accounts import Principal, create_user
-from search2o.config import MemorySettings, Settings
+from search2o.config import Settings
 from search2o.memory import MemoryStore
+from search2o.memory.settings import MemorySettings
 from search2o.providers.embeddings import Embedder
 from search2o.runtime import Runtime
 

@@ -101,8 +101,9 @@ from rich.table import Table
 from sqlalchemy import select
 
 from search2o.accounts import Principal
-from search2o.config import KnowledgeSettings, load_settings
+from search2o.config import load_settings
 from search2o.knowledge.access import AccessList
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.runtime import Runtime
 from search2o.storage.models import Chunk, ChunkEmbedding, Document
 from search2o.storage.vectors import open_vector_index

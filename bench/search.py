@@ -91,10 +91,10 @@ from sqlalchemy import insert, text, update
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
-from search2o.config import KnowledgeSettings
 from search2o.errors import StorageError
 from search2o.knowledge.access import AccessList, readable_filter
 from search2o.knowledge.search import search
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.embeddings import BuiltinEmbedder
 from search2o.storage.db import Database

@@ -25,9 +25,9 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from search2o.config import ChatSettings, ModelProfile
 from search2o.providers.chat import ChatMessage, Passage, ToolCall
 from search2o.providers.tokens import EstimateCounter, TokenCounter, build_token_counter
+from search2o.query.settings import ChatSettings, ModelProfile
 from search2o.query.window import ToolRound, WindowBudget
 
 SIZES = (10, 100, 1_000, 10_000)

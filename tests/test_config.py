@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import ModelProfile, Settings, load_settings, server_url
+from search2o.config import Settings, load_settings, server_url
 from search2o.errors import ConfigError
+from search2o.query.settings import ModelProfile
 
 
 def test_defaults_put_the_sqlite_file_in_the_data_dir(
@@ -194,20 +195,28 @@ def test_an_unknown_key_in_the_toml_file_names_the_key_and_its_section(
 
 
 def test_every_settings_section_refuses_unknown_keys() -> None:
+    # Every model reachable from the root, wherever its section lives (core packages,
+    # extensions) and however nested (a dict of model profiles).
+    import typing
+
     from pydantic import BaseModel
 
-    from search2o import config
+    from search2o.config import Settings
 
-    sections = [
-        value
-        for value in vars(config).values()
-        if isinstance(value, type)
-        and issubclass(value, BaseModel)
-        and value.__module__ == config.__name__
-    ]
-    assert len(sections) >= 10
-    assert {s.__name__: s.model_config.get("extra") for s in sections} == {
-        s.__name__: "forbid" for s in sections
+    sections: dict[str, type[BaseModel]] = {}
+    waiting: list[object] = [field.annotation for field in Settings.model_fields.values()]
+    while waiting:
+        annotation = waiting.pop()
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation.__name__ not in sections:
+                sections[annotation.__name__] = annotation
+                waiting += [field.annotation for field in annotation.model_fields.values()]
+        else:
+            waiting += list(typing.get_args(annotation))
+    assert {"KnowledgeSettings", "ModelProfile", "SlackSettings", "McpSettings"} <= set(sections)
+    assert len(sections) >= 20
+    assert {name: s.model_config.get("extra") for name, s in sections.items()} == {
+        name: "forbid" for name in sections
     }
 
 

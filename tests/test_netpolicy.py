@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from search2o.config import StateSettings
 from search2o.crypto.http_keys import HttpKeyProvider
 from search2o.errors import ConfigError
 from search2o.netpolicy import is_loopback_host
+from search2o.state.settings import StateSettings
 
 LOOPBACK = ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "[::1]", "localhost", "LocalHost"]
 REMOTE = [
@@ -82,7 +82,8 @@ def test_one_url_policy(url: str, secure: bool, problem: str | None) -> None:
 def test_configured_endpoints_follow_the_policy() -> None:
     from pydantic import ValidationError
 
-    from search2o.config import EmbeddingSettings, ModelProfile, WebSearchSettings
+    from search2o.providers.settings import EmbeddingSettings
+    from search2o.query.settings import ModelProfile, WebSearchSettings
 
     for model in (EmbeddingSettings, ModelProfile, WebSearchSettings):
         assert model(base_url="http://10.0.0.5:8000/v1").base_url == "http://10.0.0.5:8000/v1"

@@ -21,14 +21,11 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from search2o.agents.definition import parse_definition
-from search2o.config import (
-    EmbeddingSettings,
-    ModelProfile,
-    OidcSettings,
-    StateSettings,
-    WebSearchSettings,
-)
+from search2o.config import OidcSettings
 from search2o.errors import InputError
+from search2o.providers.settings import EmbeddingSettings
+from search2o.query.settings import ModelProfile, WebSearchSettings
+from search2o.state.settings import StateSettings
 from search2o.surfaces.mattermost.settings import MattermostSettings
 from search2o.surfaces.mcp.settings import McpSettings
 from search2o.surfaces.slack.settings import SlackSettings

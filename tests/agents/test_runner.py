@@ -179,7 +179,7 @@ def test_an_answer_that_fails_the_run_closes_the_waiting_question(runtime: Runti
 
 
 def test_a_commands_temperature_builds_its_own_model_once(runtime: Runtime) -> None:
-    from search2o.config import ChatSettings, ModelProfile
+    from search2o.query.settings import ChatSettings, ModelProfile
 
     profile = ModelProfile(provider="openai", model="m", base_url="http://127.0.0.1:9/v1")
     chat = ChatSettings(profiles={"default": profile.model_copy(update={"temperature": 0.0})})

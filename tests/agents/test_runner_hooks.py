@@ -13,8 +13,9 @@ from sqlalchemy import func, select
 
 from search2o.agents.definition import parse_definition
 from search2o.api.app import create_app
-from search2o.config import Settings, StateSettings
+from search2o.config import Settings
 from search2o.runtime import Runtime
+from search2o.state.settings import StateSettings
 from search2o.storage.models import (
     Conversation,
     Message,

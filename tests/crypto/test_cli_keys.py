@@ -19,7 +19,8 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from search2o.cli import app
-from search2o.config import KeySettings, Settings
+from search2o.config import Settings
+from search2o.crypto.settings import KeySettings
 from search2o.runtime import Runtime
 from search2o.storage.models import Conversation
 from tests.crypto.conftest import SECRET

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import KeySettings
 from search2o.crypto.env_keys import EnvKeyProvider
 from search2o.crypto.envelope import new_data_key
 from search2o.crypto.keys import WrappedKey, build_key_provider
+from search2o.crypto.settings import KeySettings
 from search2o.errors import ConfigError, KeyUnavailableError
 
 VAR = "SEARCH2O_TEST_KEK"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import KeySettings
 from search2o.crypto.envelope import new_data_key
 from search2o.crypto.http_keys import HttpKeyProvider
 from search2o.crypto.keys import WrappedKey, build_key_provider
+from search2o.crypto.settings import KeySettings
 from search2o.errors import ConfigError, InputError, IntegrityCheckError, KeyUnavailableError
 from search2o.signing import sign
 from search2o.signing import verify as verify_signature

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import KeySettings, Settings
+from search2o.config import Settings
+from search2o.crypto.settings import KeySettings
 from search2o.errors import ConfigError
 from search2o.runtime import Runtime
 from tests.query.doubles import ScriptedChatModel, answering

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from search2o.config import JobSettings
 from search2o.jobs import JobQueue, JobRegistry
+from search2o.jobs.settings import JobSettings
 from search2o.storage.db import Database
 from tests.jobs.kinds import build_registry, create_tables
 from tests.ops.processes import redis_url_fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import JobSettings
 from search2o.jobs import JobQueue, JobRegistry
+from search2o.jobs.settings import JobSettings
 from search2o.storage.db import Database
 from tests.conftest import free_port
 from tests.jobs.conftest import FAST, QueueEnv, WorkerProcess

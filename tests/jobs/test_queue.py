@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import delete, func, select
 
 from search2o import accounts
-from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError, NotFoundError
 from search2o.jobs import JobQueue, JobRegistry, JobRequest, SweepReport
+from search2o.jobs.settings import JobSettings
 from search2o.jobs.transport import DELIVER_TASK
 from search2o.storage.db import Database
 from search2o.storage.job_models import Job

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import JobSettings, load_settings
+from search2o.config import load_settings
 from search2o.errors import ConfigError, StorageError
 from search2o.jobs import JobQueue
+from search2o.jobs.settings import JobSettings
 from search2o.storage.db import Database
 from tests.conftest import free_port
 

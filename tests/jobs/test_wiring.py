@@ -147,7 +147,7 @@ def test_an_upload_is_ingested_by_a_job_its_uploader_follows(token_runtime: Runt
 
 def test_compactions_are_jobs_once_the_queue_is_open(settings: Any, embedder: Any) -> None:
     """The runtime's state store hands its compactions to the queue's consumer."""
-    from search2o.config import StateSettings
+    from search2o.state.settings import StateSettings
     from search2o.state.store import DatabaseStateStore
     from tests.state.conftest import new_conversation
     from tests.state.test_store import appended

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import CorruptFileError, InputError
 from search2o.knowledge.chunking import chunk_document
 from search2o.knowledge.loaders import load_document
+from search2o.knowledge.settings import KnowledgeSettings
 from tests.knowledge.hostile import (
     docx_bomb,
     docx_with,

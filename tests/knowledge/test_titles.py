@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from search2o.config import KnowledgeSettings
 from search2o.knowledge.loaders import LoadedDocument, load_document
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.textrules import text_problem
 from tests.knowledge.hostile import pdf_document, text_page
 

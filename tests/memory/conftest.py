@@ -12,8 +12,8 @@ import pytest
 
 from search2o import accounts
 from search2o.accounts import Principal
-from search2o.config import MemorySettings
 from search2o.memory import MemoryStore
+from search2o.memory.settings import MemorySettings
 from search2o.runtime import Runtime
 
 AIRLINE = "The user prefers to fly KLM"

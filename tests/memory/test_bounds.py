@@ -73,8 +73,9 @@ def test_default_bounds_are_100_free_and_500_paid(runtime: Runtime) -> None:
 def test_bad_memory_settings_name_the_setting() -> None:
     from pydantic import ValidationError
 
-    from search2o.config import MemorySettings, load_settings
+    from search2o.config import load_settings
     from search2o.errors import ConfigError
+    from search2o.memory.settings import MemorySettings
 
     with pytest.raises(ValidationError, match="at least 1"):
         MemorySettings(limits={"free": 0})

@@ -16,10 +16,10 @@ from pydantic import ValidationError
 from sqlalchemy import delete, select, update
 
 import search2o.memory.store as store_module
-from search2o.config import MemorySettings
 from search2o.memory import MemoryChanges, MemoryStore
 from search2o.memory.cache import VectorCache, user_counter
 from search2o.memory.ranking import Vectors
+from search2o.memory.settings import MemorySettings
 from search2o.runtime import Runtime
 from search2o.storage.db import bump_counter, read_counter
 from search2o.storage.memory_models import Memory

@@ -53,7 +53,8 @@ import pytest
 
 from search2o.api.app import create_app
 from search2o.client import Client
-from search2o.config import ChatSettings, ModelProfile, Settings
+from search2o.config import Settings
+from search2o.query.settings import ChatSettings, ModelProfile
 from search2o.runtime import Runtime
 from search2o.storage.db import Database
 from tests.api.test_api import add_user, serve

@@ -14,12 +14,13 @@ import pytest
 from pydantic import ValidationError
 
 from search2o.api.app import create_app
-from search2o.config import MetricsSettings, Settings
+from search2o.config import Settings
 from search2o.observability import (
     surface_acknowledged,
     surface_duplicate_dropped,
     surface_rate_limited,
 )
+from search2o.observability.settings import MetricsSettings
 from search2o.runtime import Runtime
 from tests.api.test_api import serve
 from tests.conftest import MemoEmbedder

@@ -17,8 +17,9 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from search2o.api.app import create_app
-from search2o.config import Settings, TracingSettings
+from search2o.config import Settings
 from search2o.errors import ConfigError
+from search2o.observability.settings import TracingSettings
 from search2o.observability.tracing import Tracing
 from search2o.runtime import Runtime
 from tests.api.test_api import add_user, serve

@@ -6,7 +6,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from search2o.config import ChatSettings
 from search2o.providers.builtin_chat import (
     NO_DOCUMENTS,
     NOT_FOUND,
@@ -17,6 +16,7 @@ from search2o.providers.builtin_chat import (
 )
 from search2o.providers.chat import ChatMessage, Passage, TextDelta, ToolCall, ToolSpec
 from search2o.providers.sentences import SentenceScorer, content_stems, split_sentences
+from search2o.query.settings import ChatSettings
 from tests.conftest import MemoEmbedder
 from tests.providers.streaming import streamed, title_of
 

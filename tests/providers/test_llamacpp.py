@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from search2o.api.app import create_app
-from search2o.config import ModelProfile
+from search2o.query.settings import ModelProfile
 from search2o.runtime import Runtime
 from tests.api.test_api import serve
 from tests.conftest import free_port

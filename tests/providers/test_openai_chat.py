@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from search2o import aio
-from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, ProviderError
 from search2o.providers.chat import (
     ChatMessage,
@@ -30,6 +29,7 @@ from search2o.providers.chat import (
     build_chat_model,
 )
 from search2o.providers.openai_chat import OpenAIChatModel, to_openai_messages
+from search2o.query.settings import ChatSettings, ModelProfile
 from search2o.runtime import Runtime
 from tests.conftest import MemoEmbedder
 from tests.providers.streaming import streamed, title_of

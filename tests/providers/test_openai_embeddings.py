@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from search2o.config import EmbeddingSettings
 from search2o.errors import ProviderError
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.embeddings import OpenAIEmbedder, build_embedder
+from search2o.providers.settings import EmbeddingSettings
 from search2o.storage.db import Database
 
 
@@ -151,7 +151,7 @@ def test_knowledge_store_runs_on_an_openai_compatible_embedder(
     server: _Server, database: Database, tmp_path: Path
 ) -> None:
     from search2o.accounts import Principal
-    from search2o.config import KnowledgeSettings
+    from search2o.knowledge.settings import KnowledgeSettings
 
     (tmp_path / "a.md").write_text("# Bikes\n\nbicycle racks stand by the door\n")
     (tmp_path / "b.md").write_text("# Food\n\nlunch is at noon in the cafeteria\n")

@@ -28,10 +28,11 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 from sqlalchemy import func, select
 
-from search2o.config import ChatSettings, ModelProfile, Settings, WebSearchSettings
+from search2o.config import Settings
 from search2o.knowledge.access import AccessList
 from search2o.providers.chat import ChatMessage, Passage, TextDelta, ToolCall, ToolSpec
 from search2o.providers.embeddings import Embedder
+from search2o.query.settings import ChatSettings, ModelProfile, WebSearchSettings
 from search2o.runtime import Runtime
 from search2o.storage.models import Conversation, Message, RetrievalTrace
 

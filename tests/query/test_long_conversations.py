@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from search2o.config import ModelProfile
 from search2o.providers.chat import ChatMessage
+from search2o.query.settings import ModelProfile
 from search2o.query.summary import SUMMARY_HEADER, extractive_summary
 from search2o.runtime import Runtime
 from tests.providers.test_openai_chat import Scripted, completion, text_stream

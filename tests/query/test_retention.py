@@ -12,9 +12,10 @@ import pytest
 from sqlalchemy import func, select, update
 
 from search2o.accounts import Principal, create_user
-from search2o.config import RetentionSettings, Settings
+from search2o.config import Settings
 from search2o.errors import ConfigError, NotFoundError
 from search2o.query.retention import sweep
+from search2o.query.settings import RetentionSettings
 from search2o.runtime import Runtime
 from search2o.storage.models import Conversation, ConversationKey, Message, utcnow
 from tests.conftest import MemoEmbedder

@@ -11,10 +11,11 @@ import pytest
 from sqlalchemy import select, text
 
 from search2o.accounts import Principal, create_user
-from search2o.config import ModelProfile, Settings
+from search2o.config import Settings
 from search2o.crypto.vault import Vault
 from search2o.errors import IntegrityCheckError, KeyUnavailableError
 from search2o.query.conversations import Conversations
+from search2o.query.settings import ModelProfile
 from search2o.runtime import Runtime
 from search2o.storage.models import ConversationKey, ConversationSummary, Message, RetrievalTrace
 from tests.conftest import MemoEmbedder

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, InputError
 from search2o.providers.chat import ChatMessage, Passage, ToolCall
 from search2o.providers.embeddings import BuiltinEmbedder
@@ -17,6 +16,7 @@ from search2o.providers.tokens import (
     build_token_counter,
     message_tokens,
 )
+from search2o.query.settings import ChatSettings, ModelProfile
 from search2o.query.window import TRUNCATION_NOTICE, ToolRound, WindowBudget
 from search2o.runtime import Runtime
 from tests.query.doubles import PARKING, ingest, use_profile

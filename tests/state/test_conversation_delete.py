@@ -10,11 +10,12 @@ import pytest
 from sqlalchemy import update
 
 from search2o.accounts import Principal
-from search2o.config import Settings, StateSettings
+from search2o.config import Settings
 from search2o.errors import HookError, NotFoundError
 from search2o.query.retention import sweep
 from search2o.runtime import Runtime
 from search2o.state import StateChanges
+from search2o.state.settings import StateSettings
 from search2o.storage.models import Conversation, utcnow
 from tests.query.doubles import ScriptedChatModel, answering
 from tests.state.conftest import add_user, state_rows

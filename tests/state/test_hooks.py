@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from search2o.config import Settings, StateSettings, load_settings
+from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError, HookError, NotFoundError
 from search2o.runtime import Runtime
 from search2o.state import (
@@ -25,6 +25,7 @@ from search2o.state import (
     build_state_store,
 )
 from search2o.state.conformance import sample_changes
+from search2o.state.settings import StateSettings
 from tests.state.conftest import add_user, new_conversation, state_rows
 from tests.state.hook_server import HookServer, serve_hook
 

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import delete, select
 
 from search2o.accounts import Principal
-from search2o.config import KnowledgeSettings
 from search2o.knowledge.access import AccessList, readable_filter
 from search2o.knowledge.chunking import Chunk as ChunkPiece
 from search2o.knowledge.ingest import Ingestor
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.storage.db import Database, bump_counter
 from search2o.storage.models import Document
 from search2o.storage.vectors import (

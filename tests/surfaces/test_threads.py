@@ -11,8 +11,8 @@ from sqlalchemy import func, select, update
 
 from search2o import accounts
 from search2o.accounts import Principal
-from search2o.config import RetentionSettings
 from search2o.errors import ConflictError, InputError, NotFoundError
+from search2o.query.settings import RetentionSettings
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, utcnow
 from search2o.storage.surface_models import SurfaceThread

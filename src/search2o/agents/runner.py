@@ -33,7 +33,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -42,7 +42,6 @@ from search2o import aio
 from search2o.accounts import Principal
 from search2o.agents.definition import AgentDefinition, check_inputs
 from search2o.agents.interpreter import Interpreter, Paused, RunContext, RunEffects
-from search2o.config import Settings
 from search2o.crypto.vault import Vault
 from search2o.errors import ConflictError, RunError, Search2oError
 from search2o.events import (
@@ -70,6 +69,9 @@ from search2o.state.model import ConversationState, Pause, RunRecord, StateChang
 from search2o.storage.db import Database
 from search2o.storage.models import Message, new_id
 from search2o.textrules import check_text
+
+if TYPE_CHECKING:
+    from search2o.config import Settings
 
 __all__ = ["AgentRunner", "PreparedRun"]
 

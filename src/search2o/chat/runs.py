@@ -39,7 +39,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
-from search2o.config import RunSettings
+from search2o.chat.settings import RunSettings
 from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import NotFoundError
 from search2o.events import ConversationEvent, DeltaEvent, Event, event_from

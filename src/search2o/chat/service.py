@@ -29,19 +29,21 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from search2o import aio
 from search2o.accounts import Principal
 from search2o.agents.registry import AgentRegistry
 from search2o.agents.runner import AgentRunner, PreparedRun
 from search2o.chat.runs import LiveRuns, RunInfo, RunStore
-from search2o.config import Settings
 from search2o.errors import InputError, StorageError
 from search2o.events import ConversationEvent, DoneEvent, ErrorEvent, Event, error_event
 from search2o.query.page import check_page
 from search2o.query.turn import PreparedTurn, TurnEngine
 from search2o.textrules import check_text
+
+if TYPE_CHECKING:
+    from search2o.config import Settings
 
 __all__ = ["ChatService", "PreparedAnswer"]
 

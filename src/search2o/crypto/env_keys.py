@@ -14,8 +14,8 @@ import binascii
 import os
 from pathlib import Path
 
-from search2o.config import KeySettings
 from search2o.crypto.keys import KeyVersion, WrappedKey, unwrap_with, wrap_with
+from search2o.crypto.settings import KeySettings
 from search2o.errors import ConfigError, KeyUnavailableError
 
 __all__ = ["EnvKeyProvider"]

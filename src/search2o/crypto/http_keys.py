@@ -45,9 +45,9 @@ from typing import Any
 
 import httpx
 
-from search2o.config import KeySettings
 from search2o.crypto.envelope import DATA_KEY_BYTES
 from search2o.crypto.keys import KeyVersion, WrappedKey
+from search2o.crypto.settings import KeySettings
 from search2o.errors import ConfigError, InputError, IntegrityCheckError, KeyUnavailableError
 from search2o.netpolicy import url_problem
 from search2o.signing import signed_headers

@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 
 from cryptography.hazmat.primitives.keywrap import InvalidUnwrap, aes_key_unwrap, aes_key_wrap
 
-from search2o.config import KeySettings
+from search2o.crypto.settings import KeySettings
 from search2o.errors import IntegrityCheckError
 from search2o.plugins import check_members, load_factory
 

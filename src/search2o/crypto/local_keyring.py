@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from search2o.config import KeySettings
 from search2o.crypto.keys import KeyVersion, WrappedKey, unwrap_with, wrap_with
+from search2o.crypto.settings import KeySettings
 from search2o.errors import ConfigError, InputError, KeyUnavailableError
 from search2o.private_dir import ensure_private_dir
 

@@ -28,11 +28,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from search2o.config import JobSettings
 from search2o.errors import ConfigError, InputError, Search2oError
 from search2o.jobs import ledger
 from search2o.jobs.context import JobContext, JobInterrupted, JobLeaseLost
 from search2o.jobs.registry import JobRegistry
+from search2o.jobs.settings import JobSettings
 from search2o.jobs.values import check_json
 from search2o.storage.db import Database
 from search2o.storage.models import new_id, utcnow

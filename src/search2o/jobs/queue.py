@@ -35,13 +35,13 @@ from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from search2o.config import JobSettings
 from search2o.errors import ConfigError, ConflictError, InputError
 from search2o.jobs import ledger
 from search2o.jobs.delivery import Deliveries
 from search2o.jobs.info import JobInfo, JobRequest
 from search2o.jobs.lookup import find_job, find_jobs
 from search2o.jobs.registry import JobRegistry
+from search2o.jobs.settings import JobSettings
 from search2o.jobs.transport import DELIVER_TASK, TICK_TASK, QueueConsumer, open_huey
 from search2o.jobs.values import check_json
 from search2o.storage.db import Database

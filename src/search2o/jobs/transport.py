@@ -40,8 +40,8 @@ from huey.storage import PostgresStorage
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from search2o.config import JobSettings
 from search2o.errors import ConfigError, StorageError
+from search2o.jobs.settings import JobSettings
 from search2o.storage.db import Database
 
 __all__ = [

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import InputError
+from search2o.knowledge.settings import KnowledgeSettings
 
 __all__ = ["Budget", "over_bound"]
 

@@ -31,7 +31,6 @@ import zipfile
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import CorruptFileError, InputError
 from search2o.knowledge.bounds import over_bound
 from search2o.knowledge.sections import (
@@ -40,6 +39,7 @@ from search2o.knowledge.sections import (
     finish_document,
     new_builder,
 )
+from search2o.knowledge.settings import KnowledgeSettings
 
 __all__ = ["MEDIA_DOCX", "load_docx"]
 

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import CorruptFileError, InputError
 from search2o.knowledge.sections import (
     LoadedDocument,
@@ -26,6 +25,7 @@ from search2o.knowledge.sections import (
     new_builder,
     normalise_block,
 )
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.textdecode import decode_text
 from search2o.textrules import strip_nul
 

@@ -29,12 +29,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import IndexMismatchError, InputError, Search2oError
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.chunking import Chunk as ChunkPiece
 from search2o.knowledge.chunking import chunk_document
 from search2o.knowledge.loaders import SUPPORTED_SUFFIXES, load_document
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.vectorspace import claim_vector_space, embedding_text
 from search2o.providers.embeddings import Embedder
 from search2o.storage.db import Database, bump_counter

@@ -17,7 +17,6 @@ import re
 from collections.abc import Callable
 from pathlib import PurePath
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import CorruptFileError, UnsupportedFileError
 from search2o.knowledge.docx_loader import load_docx
 from search2o.knowledge.html_loader import load_html
@@ -28,6 +27,7 @@ from search2o.knowledge.sections import (
     finish_document,
     new_builder,
 )
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.textdecode import decode_text
 
 __all__ = ["SUPPORTED_SUFFIXES", "LoadedDocument", "Section", "load_document"]

@@ -22,10 +22,10 @@ import io
 import re
 from typing import Any
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import CorruptFileError, InputError
 from search2o.knowledge.bounds import Budget, over_bound
 from search2o.knowledge.sections import LoadedDocument, finish_document, new_builder
+from search2o.knowledge.settings import KnowledgeSettings
 
 __all__ = ["MEDIA_PDF", "load_pdf"]
 

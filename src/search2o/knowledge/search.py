@@ -15,9 +15,9 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
-from search2o.config import KnowledgeSettings
 from search2o.errors import InputError
 from search2o.knowledge.access import readable_filter
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.vectorspace import check_vector_space
 from search2o.providers.embeddings import Embedder
 from search2o.storage.lexical import CommonTerms, lexical_search

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from search2o.config import KnowledgeSettings
 from search2o.errors import CorruptFileError
 from search2o.knowledge.bounds import Budget
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.textclean import clean_body, clean_line
 
 __all__ = [

@@ -13,13 +13,13 @@ from pathlib import Path
 from sqlalchemy import delete, func, select
 
 from search2o.accounts import Principal
-from search2o.config import KnowledgeSettings
 from search2o.knowledge import documents as documents_module
 from search2o.knowledge import search as search_module
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.documents import DocumentInfo
 from search2o.knowledge.ingest import Ingestor, IngestOutcome, IngestSummary
 from search2o.knowledge.search import SearchResult
+from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.vectorspace import embedding_text
 from search2o.providers.embeddings import Embedder
 from search2o.storage.db import Database, bump_counter

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from search2o.config import MemorySettings
 from search2o.errors import InputError
 from search2o.memory.model import Rejection
+from search2o.memory.settings import MemorySettings
 from search2o.textrules import text_problem as text_rule_problem
 
 __all__ = [

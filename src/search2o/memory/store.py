@@ -35,7 +35,7 @@ import builtins
 import functools
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -56,7 +56,6 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import TextClause
 
 from search2o.accounts import Principal
-from search2o.config import MemorySettings, Settings
 from search2o.crypto.keys import WrappedKey
 from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, IntegrityCheckError, NotFoundError
@@ -74,12 +73,16 @@ from search2o.memory.ranking import (
     scope,
     vectors,
 )
+from search2o.memory.settings import MemorySettings
 from search2o.providers.embeddings import Embedder
 from search2o.storage import dialect
 from search2o.storage.db import Database, bump_counter
 from search2o.storage.memory_models import Memory
 from search2o.storage.models import User, utcnow
 from search2o.textrules import check_text
+
+if TYPE_CHECKING:
+    from search2o.config import Settings
 
 __all__ = ["KIND", "MemoryStore"]
 
@@ -128,7 +131,7 @@ class MemoryStore:
         database: where ``memories`` and ``user_keys`` live.
         vault: seals texts with each user's data key.
         embedder: embeds memories and queries; a memory's vector is tagged with its model.
-        settings: :class:`~search2o.config.MemorySettings` (or the whole
+        settings: :class:`~search2o.memory.settings.MemorySettings` (or the whole
             :class:`~search2o.config.Settings`, whose ``memory`` is used).
 
     Thread-safe. Between calls it keeps only :attr:`cache` (users' vectors and term hashes,
@@ -145,7 +148,7 @@ class MemoryStore:
         self._db = database
         self._vault = vault
         self.embedder = embedder
-        self.settings = settings.memory if isinstance(settings, Settings) else settings
+        self.settings = settings if isinstance(settings, MemorySettings) else settings.memory
         self.cache = VectorCache(int(self.settings.cache_mb * 2**20))
 
     # --- the unit of work -------------------------------------------------------------------

@@ -23,8 +23,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from search2o.config import TracingSettings
 from search2o.errors import ConfigError
+from search2o.observability.settings import TracingSettings
 
 __all__ = ["Tracing", "extract_context", "traceparent"]
 

@@ -40,7 +40,6 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
-from search2o.config import ChatSettings, ModelProfile
 from search2o.providers.answer_types import question_type, type_bonus
 from search2o.providers.chat import (
     ChatEvent,
@@ -58,6 +57,7 @@ from search2o.providers.sentences import (
     SentenceScorer,
     content_stems,
 )
+from search2o.query.settings import ChatSettings, ModelProfile
 
 __all__ = [
     "NOT_FOUND",

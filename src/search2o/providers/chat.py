@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from search2o.config import ChatSettings
 from search2o.plugins import check_members, load_factory
 from search2o.providers.embeddings import Embedder
+from search2o.query.settings import ChatSettings
 
 __all__ = [
     "ChatEvent",
@@ -132,7 +132,7 @@ class ChatModel(Protocol):
     Engine offers none and the model answers from history), ``supports_parallel_tools``
     (several calls in one step), ``can_stream`` (deltas arrive as generated rather than in one
     piece). The context size is the profile's ``context_tokens``
-    (:class:`~search2o.config.ModelProfile`).
+    (:class:`~search2o.query.settings.ModelProfile`).
 
     A model may also define ``async def summarize(previous, messages, max_tokens) -> str`` to
     write running summaries (see :mod:`search2o.query.summary`).

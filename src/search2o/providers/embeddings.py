@@ -18,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import SecretStr
 
-from search2o.config import EmbeddingSettings
 from search2o.errors import ConfigError, ProviderError
 from search2o.plugins import check_members, load_factory
+from search2o.providers.settings import EmbeddingSettings
 
 __all__ = [
     "BuiltinEmbedder",

@@ -27,7 +27,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import ConfigError, ProviderError
 from search2o.providers.chat import (
     ChatEvent,
@@ -38,6 +37,7 @@ from search2o.providers.chat import (
     render_passages,
 )
 from search2o.providers.embeddings import Embedder, openai_client
+from search2o.query.settings import ChatSettings, ModelProfile
 
 __all__ = ["OpenAIChatModel", "build", "to_openai_messages"]
 

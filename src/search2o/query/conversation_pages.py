@@ -32,10 +32,10 @@ from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
-from search2o.config import RetentionSettings
 from search2o.crypto.vault import Vault
 from search2o.errors import InputError
 from search2o.query.conversations import ConversationInfo, expiry_cutoff, live
+from search2o.query.settings import RetentionSettings
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation
 

@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from search2o.config import RetentionSettings
 from search2o.crypto.vault import Vault
 from search2o.query.conversations import delete_conversations
+from search2o.query.settings import RetentionSettings
 from search2o.signin import purge_ended
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, User, utcnow

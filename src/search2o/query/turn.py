@@ -34,7 +34,6 @@ from sqlalchemy.orm import Session
 
 from search2o import aio
 from search2o.accounts import Principal
-from search2o.config import ChatSettings, RetentionSettings
 from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import NotFoundError, Search2oError
 from search2o.events import (
@@ -65,6 +64,7 @@ from search2o.query.conversations import (
     owned_conversation,
 )
 from search2o.query.page import PAGE_CUT_NOTICE, PAGE_NOTE, Page
+from search2o.query.settings import ChatSettings, RetentionSettings
 from search2o.query.summary import extractive_summary
 from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
 from search2o.query.websearch import WebSearchProvider

@@ -14,9 +14,9 @@ from typing import Protocol
 
 import httpx
 
-from search2o.config import WebSearchSettings
 from search2o.errors import ConfigError, ProviderError
 from search2o.plugins import check_members, load_factory
+from search2o.query.settings import WebSearchSettings
 
 __all__ = ["SearxngProvider", "WebResult", "WebSearchProvider", "build_web_search"]
 

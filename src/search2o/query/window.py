@@ -21,10 +21,10 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from search2o.config import ChatSettings, ModelProfile
 from search2o.errors import InputError
 from search2o.providers.chat import ChatMessage, Passage, ToolCall, render_passages
 from search2o.providers.tokens import TokenCounter, message_tokens
+from search2o.query.settings import ChatSettings, ModelProfile
 from search2o.query.summary import SUMMARY_HEADER
 
 __all__ = ["TRUNCATION_NOTICE", "ToolRound", "Window", "WindowBudget", "group_turns"]

@@ -47,18 +47,18 @@ import re
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import httpx
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
-from search2o.config import Settings, StateSettings
 from search2o.crypto.vault import Vault
 from search2o.errors import ConfigError, ConflictError, HookError, InputError, NotFoundError
 from search2o.plugins import check_members, load_factory
 from search2o.signing import signed_headers
 from search2o.state.model import ConversationState, StateChanges, apply
+from search2o.state.settings import StateSettings
 from search2o.state.store import (
     DatabaseStateStore,
     StateStore,
@@ -68,6 +68,9 @@ from search2o.state.store import (
     state_conflict,
 )
 from search2o.storage.db import Database
+
+if TYPE_CHECKING:
+    from search2o.config import Settings
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -479,7 +482,7 @@ def build_state_store(
     """Return the state store the settings ask for.
 
     Args:
-        settings: ``settings.state`` decides (:class:`~search2o.config.StateSettings`).
+        settings: ``settings.state`` decides (:class:`~search2o.state.settings.StateSettings`).
         database: our database.
         vault: the conversation keys.
         validation: a store for validation runs, which always keep their state with us.

@@ -18,9 +18,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from search2o.accounts import Principal
-from search2o.config import RetentionSettings
 from search2o.errors import ConflictError
 from search2o.query.conversations import owned_conversation
+from search2o.query.settings import RetentionSettings
 from search2o.storage import dialect
 from search2o.storage.models import utcnow
 from search2o.storage.surface_models import SurfaceThread
