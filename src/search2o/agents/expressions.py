@@ -92,18 +92,11 @@ from types import CodeType
 
 from RestrictedPython.compile import compile_restricted_eval
 
-from search2o.agents._sandbox_guards import (
-    _CONTEXT_BUILTINS,
-    _GUARDS,
-    _SCALARS,
-    _STATIC_BUILTINS,
-    Namespace,
-    _describe,
-    _Run,
-    _text_size,
-)
+from search2o.agents._sandbox_builtins import _CONTEXT_BUILTINS, _STATIC_BUILTINS
+from search2o.agents._sandbox_guards import _GUARDS, _Run
 from search2o.agents._sandbox_policy import _Policy
 from search2o.agents._sandbox_sizes import _refuse, _RefusedError
+from search2o.agents._sandbox_values import _SCALARS, Namespace, _describe, _text_size
 from search2o.errors import Search2oError
 
 __all__ = [
