@@ -39,7 +39,9 @@ from search2o.errors import InputError, RunError, Search2oError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage, Passage
 from search2o.query.citations import CitationRegistry, section_key
-from search2o.state.model import ConversationState, StateChanges, check_json
+from search2o.state.changes import StateChanges
+from search2o.state.model import ConversationState
+from search2o.state.values import check_json
 from search2o.textrules import text_problem
 
 __all__ = [

@@ -65,7 +65,9 @@ from search2o.query.conversations import (
     touch_entry,
 )
 from search2o.state import StateStore
-from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges
+from search2o.state.changes import StateChanges
+from search2o.state.model import ConversationState
+from search2o.state.records import Pause, RunRecord
 from search2o.storage.db import Database
 from search2o.storage.models import Message, new_id
 from search2o.textrules import check_text

@@ -11,6 +11,7 @@
 See docs/conversation-state.md.
 """
 
+from search2o.state.changes import StateChanges, apply
 from search2o.state.hooks import (
     HookStateStore,
     HttpStateHook,
@@ -18,19 +19,10 @@ from search2o.state.hooks import (
     build_state_store,
     load_state_hook,
 )
-from search2o.state.model import (
-    ConversationState,
-    Pause,
-    Prompt,
-    PromptChange,
-    PromptKey,
-    RunRecord,
-    StateChanges,
-    apply,
-    check_json,
-    prompt_key,
-)
+from search2o.state.model import ConversationState
+from search2o.state.records import Pause, Prompt, PromptChange, PromptKey, RunRecord, prompt_key
 from search2o.state.store import DatabaseStateStore, StateStore, conversation_owner
+from search2o.state.values import check_json
 
 __all__ = [
     "ConversationState",

@@ -39,8 +39,10 @@ import httpx
 from search2o.accounts import Principal
 from search2o.errors import ConflictError, InputError, NotFoundError, ProviderError
 from search2o.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, signed_headers
+from search2o.state.changes import StateChanges, apply
 from search2o.state.hooks import HookStateStore, HttpStateHook
-from search2o.state.model import ConversationState, Pause, RunRecord, StateChanges, apply
+from search2o.state.model import ConversationState
+from search2o.state.records import Pause, RunRecord
 from search2o.state.store import StateStore
 from search2o.storage.models import new_id
 

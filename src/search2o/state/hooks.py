@@ -57,7 +57,8 @@ from search2o.crypto.vault import Vault
 from search2o.errors import ConfigError, ConflictError, HookError, InputError, NotFoundError
 from search2o.plugins import check_members, load_factory
 from search2o.signing import signed_headers
-from search2o.state.model import ConversationState, StateChanges, apply
+from search2o.state.changes import StateChanges, apply
+from search2o.state.model import ConversationState
 from search2o.state.settings import StateSettings
 from search2o.state.store import (
     DatabaseStateStore,

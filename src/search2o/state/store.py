@@ -49,7 +49,8 @@ from search2o.errors import (
     NotFoundError,
     StorageError,
 )
-from search2o.state.model import ConversationState, StateChanges, _apply_in_place
+from search2o.state.changes import StateChanges, _apply_in_place
+from search2o.state.model import ConversationState
 from search2o.storage import dialect
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation, StateChange, StateSnapshot, utcnow
