@@ -39,7 +39,8 @@ from search2o.chat.runs import LiveRuns, RunInfo, RunStore
 from search2o.errors import InputError, StorageError
 from search2o.events import ConversationEvent, DoneEvent, ErrorEvent, Event, error_event
 from search2o.query.page import check_page
-from search2o.query.turn import PreparedTurn, TurnEngine
+from search2o.query.turn import TurnEngine
+from search2o.query.turn_state import PreparedTurn
 from search2o.textrules import check_text
 
 if TYPE_CHECKING:

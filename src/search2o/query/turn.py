@@ -4,8 +4,8 @@
 anything is written (so a bad request or another user's conversation changes nothing).
 :meth:`TurnEngine.run` then streams :mod:`search2o.events` values:
 
-``conversation`` (first: the id, created or continued) → ``tool_call`` per call → ``citation`` on
-each source's first use in the answer → ``delta`` pieces → ``done`` (or ``error``).
+``conversation`` (first: the id, created or continued) → ``tool_call`` per call → ``citation``
+on each source's first use in the answer → ``delta`` pieces → ``done`` (or ``error``).
 
 The conversation and the user's message are stored before the model is called; the answer is
 stored when it ends. If the consumer stops early (client gone, Ctrl-C), the partial answer is
@@ -15,21 +15,23 @@ stored with status ``interrupted``; a model or tool failure stores what was writ
 :meth:`TurnEngine.run` is an async generator: the model streams asynchronously, while database
 work, tools and the embedder (all blocking) run in worker threads so the event loop serves other
 turns meanwhile. Synchronous callers use :meth:`TurnEngine.run_sync` / :meth:`TurnEngine.ask`.
+
+The phases live apart: opening the conversation and its history in
+:mod:`search2o.query.turn_history`, what a turn carries between phases in
+:mod:`search2o.query.turn_state`; the model's turn, its tools and storing the answer here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from search2o import aio
@@ -47,7 +49,6 @@ from search2o.events import (
 )
 from search2o.knowledge.store import KnowledgeStore
 from search2o.providers.chat import (
-    ChatMessage,
     ChatModel,
     Decision,
     Passage,
@@ -59,23 +60,27 @@ from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import (
     append_message,
     clean_title,
-    create_conversation,
-    open_message,
     owned_conversation,
 )
 from search2o.query.page import PAGE_CUT_NOTICE, PAGE_NOTE, Page
 from search2o.query.settings import ChatSettings, RetentionSettings
-from search2o.query.summary import extractive_summary
 from search2o.query.tools import KnowledgeTool, Tool, ToolOutcome, WebSearchTool, number_results
+from search2o.query.turn_history import ConversationPhase
+from search2o.query.turn_state import (
+    PreparedTurn,
+    _AnswerState,
+    _Clock,
+    _History,
+    _StoppedError,
+    _timed,
+    _until_stopped,
+)
 from search2o.query.websearch import WebSearchProvider
-from search2o.query.window import ToolRound, Window, WindowBudget, group_turns
+from search2o.query.window import ToolRound, WindowBudget
 from search2o.storage.db import Database
 from search2o.storage.models import (
     Conversation,
-    ConversationSummary,
-    Message,
     RetrievalTrace,
-    utcnow,
 )
 from search2o.textrules import check_text
 
@@ -84,51 +89,7 @@ __all__ = ["PreparedTurn", "TurnEngine"]
 log = logging.getLogger("search2o.query")
 
 
-@dataclass(frozen=True)
-class PreparedTurn:
-    """A validated turn request: the caller, the message, and the conversation (``None`` = new).
-
-    ``model_message`` is what the model reads: the message, or its truncation when it does not
-    fit the window and ``chat.long_message = "truncate"``; the transcript keeps ``message``.
-    ``page`` is the page sent with the message (:mod:`search2o.query.page`); ``page_source``
-    is its text as the model reads it (number 0 until the turn numbers it), ``page_cut``
-    whether it was cut to fit the window.
-    """
-
-    principal: Principal
-    message: str
-    conversation_id: str | None
-    agent: str | None = None
-    model_message: str = ""
-    system: str = ""
-    truncated: bool = False
-    page: Page | None = None
-    page_source: Passage | None = None
-    page_cut: bool = False
-
-
-@dataclass
-class _Clock:
-    started: float = field(default_factory=time.perf_counter)
-    model_s: float = 0.0
-    tools_s: float = 0.0
-    first_token_s: float | None = None
-
-    def ms(self, seconds: float) -> float:
-        return round(seconds * 1000, 2)
-
-    def timings(self) -> dict[str, float | None]:
-        total = time.perf_counter() - self.started
-        return {
-            "total_ms": self.ms(total),
-            "model_ms": self.ms(self.model_s),
-            "tools_ms": self.ms(self.tools_s),
-            "engine_ms": self.ms(total - self.model_s - self.tools_s),
-            "first_token_ms": None if self.first_token_s is None else self.ms(self.first_token_s),
-        }
-
-
-class TurnEngine:
+class TurnEngine(ConversationPhase):
     """Runs chat turns for every user of one process (holds no per-user state).
 
     Args:
@@ -325,144 +286,6 @@ class TurnEngine:
 
     # ---------------------------------------------------------------------------------------
 
-    def _open(
-        self,
-        turn: PreparedTurn,
-        title: str,
-        on_stored: Callable[[Session, str, str], None] | None = None,
-    ) -> tuple[Conversation, Message, _History, bool]:
-        with self._db.session() as session:
-            if turn.conversation_id is None:
-                conversation, sealer = create_conversation(
-                    session, self._vault, turn.principal, title
-                )
-                history = _History(conversation.id, sealer, title)
-                created = True
-            else:
-                conversation = owned_conversation(
-                    session, turn.principal, turn.conversation_id, self._retention
-                )
-                sealer = self._vault.sealer(session, conversation.id, conversation.user_id)
-                history = self._read_history(session, sealer)
-                history.title = sealer.open("title", conversation.title_sealed)
-                created = False
-            user_message = append_message(
-                session,
-                conversation,
-                sealer,
-                role="user",
-                text=turn.message,
-                agent=turn.agent,
-                page=turn.page.stored() if turn.page is not None else None,
-            )
-            if on_stored is not None:
-                on_stored(session, conversation.id, "user")
-            session.expunge_all()
-        return conversation, user_message, history, created
-
-    def _read_history(self, session: Session, sealer: Sealer) -> _History:
-        """Read the summary and the messages after it (summaries on) or the last N (off).
-
-        Messages without text (an answer that failed before its first word) are skipped.
-        """
-        conversation_id = sealer.conversation_id
-        history = _History(conversation_id, sealer)
-        query = select(Message).where(
-            Message.conversation_id == conversation_id,
-            Message.role.in_(("user", "assistant")),
-        )
-        if self._settings.summaries:
-            summary = session.get(ConversationSummary, conversation_id)
-            if summary is not None:
-                history.summary = sealer.open("summary", summary.sealed)
-                history.through_seq = summary.through_seq
-                query = query.where(Message.seq > summary.through_seq)
-            rows = list(session.scalars(query.order_by(Message.seq)))
-        else:
-            limit = self._settings.history_messages
-            rows = (
-                list(session.scalars(query.order_by(Message.seq.desc()).limit(limit)))[::-1]
-                if limit
-                else []
-            )
-        for row in rows:
-            text, _ = open_message(sealer, row)
-            if text:
-                history.messages.append(ChatMessage(row.role, text))  # type: ignore[arg-type]
-                history.seqs.append(row.seq)
-        return history
-
-    async def _compact(
-        self,
-        history: _History,
-        system: str,
-        message: str,
-        trace: dict[str, Any],
-        sources: list[Passage],
-    ) -> Window:
-        """Fold the oldest turns into the summary when the history no longer fits the window.
-
-        Keeps the newest half of the turns that fit, so compaction runs every so many turns,
-        not on every turn. The summary is written by the model when it can (``summarize``),
-        else extractively; it is stored at once, so a failed answer does not lose it.
-
-        Returns:
-            The window of the first model call, built once more only after a compaction.
-
-        """
-        window = self.budget.build(
-            system, history.messages, message, summary=history.summary, sources=sources
-        )
-        if not self._settings.summaries or window.trace["history_turns_dropped"] == 0:
-            return window
-        turns = group_turns(history.messages)
-        keep = max(1, window.trace["history_turns_packed"] // 2)
-        folded = [index for turn in turns[:-keep] for index in turn]
-        if not folded:
-            return window
-        max_tokens = int(self.budget.cap * self._settings.summary_share)
-        started = time.perf_counter()
-        writer = (
-            getattr(self.model, "summarize", None)
-            if self._settings.summary_writer == "model"
-            else None
-        )
-        previous, messages = history.summary, [history.messages[i] for i in folded]
-        summary = (
-            await writer(previous, messages, max_tokens)
-            if callable(writer)
-            else extractive_summary(previous, messages, max_tokens * 3)
-        )
-        through = history.seqs[folded[-1]]
-        await asyncio.to_thread(self._store_summary, history.sealer, summary, through)
-        kept = len(folded)
-        history.summary, history.through_seq = summary, through
-        history.messages, history.seqs = history.messages[kept:], history.seqs[kept:]
-        trace["summary"] = {
-            "folded_messages": kept,
-            "through_seq": through,
-            "chars": len(summary),
-            "ms": round((time.perf_counter() - started) * 1000, 2),
-        }
-        return self.budget.build(
-            system, history.messages, message, summary=history.summary, sources=sources
-        )
-
-    def _store_summary(self, sealer: Sealer, summary: str, through: int) -> None:
-        sealed = sealer.seal("summary", summary)
-        with self._db.session() as session:
-            if session.get(Conversation, sealer.conversation_id) is None:
-                return  # deleted meanwhile: stays deleted
-            row = session.get(ConversationSummary, sealer.conversation_id)
-            if row is None:
-                session.add(
-                    ConversationSummary(
-                        conversation_id=sealer.conversation_id, sealed=sealed, through_seq=through
-                    )
-                )
-            else:
-                row.sealed, row.through_seq, row.updated_at = sealed, through, utcnow()
-
     def _tools(self, principal: Principal) -> list[Tool]:
         tools: list[Tool] = []
         if not self.model.supports_tools:
@@ -639,85 +462,3 @@ class TurnEngine:
                 return message.id
         except NotFoundError:
             return None
-
-
-_STOP_POLL_S = 0.05
-
-
-class _StoppedError(Exception):
-    """Raised inside :meth:`TurnEngine.run` when its ``stop`` event is set."""
-
-
-async def _until_stopped(
-    events: AsyncIterator[Event], stop: threading.Event | None
-) -> AsyncIterator[Event]:
-    """Pass ``events`` through until ``stop`` is set; then cancel the pending step and raise.
-
-    The step in progress (a model call, a tool) is cancelled, so a silent model does not delay
-    the stop: the generator's own clean-up (closing the model's stream) runs as it is cancelled.
-
-    Raises:
-        _StoppedError: ``stop`` was set.
-
-    """
-    if stop is None:
-        async for event in events:
-            yield event
-        return
-    iterator = aiter(events)
-    try:
-        while True:
-            if stop.is_set():
-                raise _StoppedError
-            step = asyncio.ensure_future(anext(iterator))
-            while not step.done():
-                await asyncio.wait({step}, timeout=_STOP_POLL_S)
-                if stop.is_set() and not step.done():
-                    step.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                        await step
-                    raise _StoppedError
-            try:
-                event = step.result()
-            except StopAsyncIteration:
-                return
-            yield event
-    finally:
-        await aio.aclose(iterator)
-
-
-async def _timed(events: AsyncIterator[Any], clock: _Clock) -> AsyncIterator[Any]:
-    """Pass ``events`` through, adding the time spent waiting for each to ``clock.model_s``."""
-    started: float | None = time.perf_counter()
-    try:
-        async for event in events:
-            clock.model_s += time.perf_counter() - (started or 0.0)
-            started = None  # the consumer's time is not the model's
-            yield event
-            started = time.perf_counter()
-    finally:
-        if started is not None:
-            clock.model_s += time.perf_counter() - started
-        await aio.aclose(events)  # releases the model's connection when left early
-
-
-@dataclass
-class _History:
-    """A conversation's summary and the messages after it (with their positions)."""
-
-    conversation_id: str
-    sealer: Sealer
-    title: str = ""
-    summary: str = ""
-    through_seq: int = 0
-    messages: list[ChatMessage] = field(default_factory=list)
-    seqs: list[int] = field(default_factory=list)
-
-
-@dataclass
-class _AnswerState:
-    registry: CitationRegistry
-    filter: CitationFilter = field(init=False)
-    text: str = ""
-    searched: bool = False
-    error: BaseException | None = None
