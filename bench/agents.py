@@ -55,7 +55,8 @@ from benchkit import (
 
 from search2o.accounts import Principal, create_user
 from search2o.agents.definition import parse_definition
-from search2o.agents.interpreter import Interpreter, RunContext, RunEffects
+from search2o.agents.interpreter import Interpreter
+from search2o.agents.run_types import RunContext, RunEffects
 from search2o.config import Settings
 from search2o.knowledge.access import AccessList
 from search2o.memory.changes import MemoryChanges

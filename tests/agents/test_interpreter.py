@@ -8,14 +8,8 @@ from typing import Any
 import pytest
 
 from search2o.agents.definition import DefinitionError, parse_definition
-from search2o.agents.interpreter import (
-    MAX_CALL_DEPTH,
-    Interpreter,
-    Paused,
-    RunContext,
-    RunEffects,
-    RunLimits,
-)
+from search2o.agents.interpreter import Interpreter
+from search2o.agents.run_types import MAX_CALL_DEPTH, Paused, RunContext, RunEffects, RunLimits
 from search2o.errors import RunError
 from search2o.memory.changes import MemoryChanges
 from search2o.providers.chat import ChatMessage

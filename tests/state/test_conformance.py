@@ -18,12 +18,12 @@ from search2o.runtime import Runtime
 from search2o.state import DatabaseStateStore, HookStateStore, HttpStateHook
 from search2o.state.conformance import (
     CHECKS,
-    HTTP_CHECKS,
     ConformanceError,
     ConformanceTarget,
     StoreFactory,
     run_checks,
 )
+from search2o.state.conformance_http import HTTP_CHECKS
 from tests.conftest import free_port
 from tests.state.conftest import add_user, new_conversation
 from tests.state.hook_server import HookServer, serve_hook
@@ -62,7 +62,7 @@ def test_reference_hook_conforms_on_the_wire(
 
 def test_a_hook_that_loses_updates_fails_the_suite() -> None:
     """The suite catches a hook without compare-and-swap (it must not pass everything)."""
-    from search2o.state.conformance import http_hook_target
+    from search2o.state.conformance_http import http_hook_target
 
     with serve_hook(cas=False) as server:
         results = {r.name: r for r in run_checks(http_hook_target(server.url, server.secret, 5))}
@@ -75,7 +75,8 @@ def test_a_hook_that_loses_updates_fails_the_suite() -> None:
 
 
 def test_a_failing_check_raises_a_clear_conformance_error() -> None:
-    from search2o.state.conformance import check_stale_version_is_a_conflict, http_hook_target
+    from search2o.state.conformance import check_stale_version_is_a_conflict
+    from search2o.state.conformance_http import http_hook_target
 
     expected = "save from version 0 while the state is at 1"
     with serve_hook(cas=False) as server, pytest.raises(ConformanceError, match=expected):

@@ -31,8 +31,6 @@ import logging
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -41,7 +39,16 @@ from sqlalchemy.orm import Session
 from search2o import aio
 from search2o.accounts import Principal
 from search2o.agents.definition import AgentDefinition, check_inputs
-from search2o.agents.interpreter import Interpreter, Paused, RunContext, RunEffects
+from search2o.agents.interpreter import Interpreter
+from search2o.agents.run_parts import (
+    PreparedRun,
+    _cite,
+    _now,
+    _Opened,
+    _transcript_message,
+    _waiting_run,
+)
+from search2o.agents.run_types import Paused, RunContext, RunEffects
 from search2o.crypto.vault import Vault
 from search2o.errors import ConflictError, RunError, Search2oError
 from search2o.events import (
@@ -56,7 +63,6 @@ from search2o.knowledge.store import KnowledgeStore
 from search2o.memory.changes import MemoryChanges
 from search2o.memory.store import MemoryStore
 from search2o.providers.chat import ChatMessage, ChatModel, ChatModels, TextDelta
-from search2o.query.citations import CitationFilter, CitationRegistry
 from search2o.query.conversations import (
     append_message,
     clean_title,
@@ -69,7 +75,7 @@ from search2o.state.changes import StateChanges
 from search2o.state.model import ConversationState
 from search2o.state.records import Pause, RunRecord
 from search2o.storage.db import Database
-from search2o.storage.models import Message, new_id
+from search2o.storage.models import Message
 from search2o.textrules import check_text
 
 if TYPE_CHECKING:
@@ -78,18 +84,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentRunner", "PreparedRun"]
 
 log = logging.getLogger("search2o.agents")
-
-
-@dataclass(frozen=True)
-class PreparedRun:
-    """A validated run request."""
-
-    principal: Principal
-    definition: AgentDefinition
-    message: str
-    conversation_id: str | None
-    inputs: dict[str, Any]
-    validation: bool = False
 
 
 class AgentRunner:
@@ -584,55 +578,3 @@ class _Services:
             touch=not self._run.validation,
         )
         return [hit.to_dict() for hit in hits]
-
-
-def _cite(text: str, registry: CitationRegistry) -> tuple[str, list[dict[str, Any]]]:
-    """Renumber the ``[n]`` markers of ``text`` by first use; return it and the citations.
-
-    Only when the run handed sources to a model (``llm.passages``); then numbers no source
-    has are dropped (:class:`CitationFilter`). Otherwise the text is left as it is.
-    """
-    if not len(registry):
-        return text, []
-    citer = CitationFilter(registry)
-    head, first = citer.feed(text)
-    tail, rest = citer.finish()
-    return (head + tail).strip(), [c.to_dict() for c in [*first, *rest]]
-
-
-@dataclass(frozen=True)
-class _Opened:
-    """The conversation a run answers in; ``question`` is set when the hooks keep it."""
-
-    id: str
-    message_id: str
-    created: bool
-    question: dict[str, Any] | None = None
-
-
-def _transcript_message(
-    role: str, text: str, agent: str, *, citations: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """Return a transcript message (``ConversationState.transcript``'s form)."""
-    return {
-        "id": new_id(),
-        "role": role,
-        "text": text,
-        "citations": citations or [],
-        "status": "complete",
-        "agent": agent,
-        "searched": bool(citations),
-        "created_at": _now(),
-    }
-
-
-def _waiting_run(state: ConversationState) -> RunRecord | None:
-    """Return the conversation's run that waits on ``ask``, if any (at most one)."""
-    for record in reversed(state.runs):
-        if record.status == "paused" and record.pause is not None:
-            return record
-    return None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()

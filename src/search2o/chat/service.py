@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from search2o import aio
 from search2o.accounts import Principal
 from search2o.agents.registry import AgentRegistry
-from search2o.agents.runner import AgentRunner, PreparedRun
+from search2o.agents.run_parts import PreparedRun
+from search2o.agents.runner import AgentRunner
 from search2o.chat.runs import LiveRuns, RunInfo, RunStore
 from search2o.errors import InputError, StorageError
 from search2o.events import ConversationEvent, DoneEvent, ErrorEvent, Event, error_event

@@ -10,12 +10,8 @@ from rich.table import Table
 
 from search2o.cli.common import console, handle_errors, print_json
 from search2o.errors import InputError
-from search2o.state.conformance import (
-    http_hook_target,
-    reach_hook,
-    run_checks,
-    run_http_checks,
-)
+from search2o.state.conformance import run_checks
+from search2o.state.conformance_http import http_hook_target, reach_hook, run_http_checks
 
 # The server refuses a shorter state.hook_secret (config.StateSettings): check what it would run.
 MIN_SECRET_CHARS = 16

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from search2o.config import Settings
     from search2o.crypto.vault import Vault
     from search2o.knowledge.store import KnowledgeStore
-    from search2o.state.store import StateStore
+    from search2o.state.contract import StateStore
     from search2o.storage.db import Database
 
 __all__ = [

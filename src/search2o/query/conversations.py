@@ -29,7 +29,7 @@ from search2o.crypto.vault import Sealer, Vault
 from search2o.errors import InputError, NotFoundError
 from search2o.query.feedback import COMMENT_KIND, Feedback, open_comment
 from search2o.query.settings import RetentionSettings
-from search2o.state.store import StateStore
+from search2o.state.contract import StateStore
 from search2o.storage.db import Database
 from search2o.storage.models import (
     Conversation,

@@ -12,6 +12,7 @@ See docs/conversation-state.md.
 """
 
 from search2o.state.changes import StateChanges, apply
+from search2o.state.contract import StateStore, conversation_owner
 from search2o.state.hooks import (
     HookStateStore,
     HttpStateHook,
@@ -21,7 +22,7 @@ from search2o.state.hooks import (
 )
 from search2o.state.model import ConversationState
 from search2o.state.records import Pause, Prompt, PromptChange, PromptKey, RunRecord, prompt_key
-from search2o.state.store import DatabaseStateStore, StateStore, conversation_owner
+from search2o.state.store import DatabaseStateStore
 from search2o.state.values import check_json
 
 __all__ = [

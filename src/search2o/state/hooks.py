@@ -58,16 +58,16 @@ from search2o.errors import ConfigError, ConflictError, HookError, InputError, N
 from search2o.plugins import check_members, load_factory
 from search2o.signing import signed_headers
 from search2o.state.changes import StateChanges, apply
-from search2o.state.model import ConversationState
-from search2o.state.settings import StateSettings
-from search2o.state.store import (
-    DatabaseStateStore,
+from search2o.state.contract import (
     StateStore,
     check_expected_version,
     conversation_owner,
     missing_conversation,
     state_conflict,
 )
+from search2o.state.model import ConversationState
+from search2o.state.settings import StateSettings
+from search2o.state.store import DatabaseStateStore
 from search2o.storage.db import Database
 
 if TYPE_CHECKING:
