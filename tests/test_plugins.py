@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from search2o.errors import ConfigError
-from search2o.plugins import check_members, installed, load_factory
+from search2o.plugins import check_members, installed, load_factory, require_extra
 
 GROUPS = {
     "search2o.embedders": {"builtin", "openai"},
@@ -44,3 +44,13 @@ def test_missing_members_are_named_without_evaluating_properties() -> None:
     assert not Probe.evaluated
     with pytest.raises(ConfigError, match="probe has no embed, dimension; it must provide"):
         check_members(Probe(), ("model_id", "embed", "dimension"), "probe")
+
+
+def test_an_extra_that_is_not_installed_is_named_with_its_pip_install() -> None:
+    require_extra("mcp", "the MCP server", "json")  # importable: nothing happens
+    with pytest.raises(ConfigError) as caught:
+        require_extra("slack", "the Slack surface", "json", "no_such_module_s2o")
+    assert caught.value.message.startswith(
+        "the Slack surface needs the `slack` extra (no_such_module_s2o cannot be imported: "
+    )
+    assert caught.value.message.endswith("pip install 'search2o[slack]'")

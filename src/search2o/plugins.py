@@ -11,7 +11,7 @@ Groups: ``search2o.embedders``, ``search2o.chat_models``, ``search2o.web_search`
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import inspect
 from importlib.metadata import entry_points
 from typing import Any
@@ -81,12 +81,15 @@ def require_extra(extra: str, what: str, *modules: str) -> None:
         modules: the top-level modules the extra installs (``slack_sdk``).
 
     Raises:
-        ConfigError: one is missing; the message names it and the ``pip install`` that adds it.
+        ConfigError: one cannot be imported (not installed, or shadowed by a module of that
+            name earlier on ``sys.path``); the message names it and the ``pip install``.
 
     """
     for module in modules:
-        if importlib.util.find_spec(module) is None:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:  # missing, or shadowed by a file of that name on sys.path
             raise ConfigError(
-                f"{what} needs the `{extra}` extra ({module} is not installed): "
+                f"{what} needs the `{extra}` extra ({module} cannot be imported: {exc}): "
                 f"pip install 'search2o[{extra}]'"
-            )
+            ) from exc
