@@ -17,7 +17,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import version
-from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
@@ -62,9 +61,6 @@ from search2o.observability.metrics import process_metrics
 from search2o.observability.tracing import Tracing
 from search2o.runtime import Runtime
 from search2o.storage.db import Database
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["create_app"]
 
