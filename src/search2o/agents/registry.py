@@ -34,6 +34,7 @@ from search2o.storage import dialect
 from search2o.storage.agent_models import Agent
 from search2o.storage.db import Database
 from search2o.storage.models import utcnow
+from search2o.textrules import text_problem
 
 __all__ = ["AgentRegistry", "AgentSummary"]
 
@@ -139,24 +140,30 @@ class AgentRegistry:
         # the row was inserted exactly when it kept the creation time this call gave it.
         return definition, row.created_at == row.updated_at
 
-    def get(self, name: str) -> AgentDefinition:
+    def get(self, name: str, *, field: str = "name") -> AgentDefinition:
         """Return the stored definition of ``name``, checked against the current profiles.
 
+        Args:
+            field: what the caller calls the name, for the error (``agent`` in a chat body).
+
         Raises:
+            InputError: ``name`` holds a NUL or a lone surrogate (no backend stores it).
             NotFoundError: no agent of that name.
             DefinitionError: the stored definition no longer passes (e.g. it names a model
                 profile the settings no longer offer); store a fixed one with :meth:`put`.
 
         """
-        return parse_definition(self.source(name), profiles=self.profiles())
+        return parse_definition(self.source(name, field=field), profiles=self.profiles())
 
-    def source(self, name: str) -> dict[str, Any]:
+    def source(self, name: str, *, field: str = "name") -> dict[str, Any]:
         """Return the stored document of ``name`` as it was given, without checking it.
 
         Raises:
+            InputError: ``name`` holds a NUL or a lone surrogate (``field`` is named).
             NotFoundError: no agent of that name.
 
         """
+        _check_name(name, field)
         with self._db.session() as session:
             stored = session.scalar(select(Agent.definition).where(Agent.name == name))
         if stored is None:
@@ -179,14 +186,27 @@ class AgentRegistry:
             How many memories were deleted.
 
         Raises:
+            InputError: ``name`` holds a NUL or a lone surrogate.
             NotFoundError: no agent of that name (nothing is deleted).
 
         """
+        _check_name(name, "name")
         with self._db.session() as session:
             result = session.execute(delete(Agent).where(Agent.name == name))
             if not getattr(result, "rowcount", 0):
                 raise NotFoundError(_missing(name))
             return self._memory.delete_agent(name, session=session)
+
+
+def _check_name(name: str, field: str) -> None:
+    """Refuse a name no backend can look up (a NUL, a lone surrogate) with a 422 naming ``field``.
+
+    PostgreSQL refuses a NUL in ``text`` (once a 500) where SQLite answered "not found"; both
+    answer alike by :func:`search2o.textrules.text_problem`.
+    """
+    problem = text_problem(name)
+    if problem is not None:
+        raise InputError(field, problem)
 
 
 def _missing(name: str) -> str:

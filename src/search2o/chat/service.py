@@ -172,7 +172,7 @@ class ChatService:
                 "page", "a page goes with a chat turn only, not to an agent (nor its question)"
             )
         runner = self._runner()
-        definition = self._agents.get(agent)
+        definition = self._agents.get(agent, field="agent")
         prepared = runner.prepare(principal, definition, text, conversation_id, inputs)
         return PreparedAnswer(principal, agent_run=prepared)
 
