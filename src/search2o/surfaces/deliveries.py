@@ -10,6 +10,7 @@ cursors (``surface_cursors``: a polling offset, a backfill position).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -40,10 +41,23 @@ def failure_notice(reason: str) -> str:
     """Return the short error a messenger shows when a question was given up for good.
 
     ``reason`` is the error the job ledger stored (:func:`search2o.jobs.delivery.describe_error`:
-    our error's message, or a third-party error's class only, never its text), at most 200
-    characters of it.
+    ``"<Class>: <our message>"``, or ``"<Class> in the job handler (...)"`` for a third-party
+    error). The user reads at most 200 characters of our message and never an error class:
+    the class, and anything of a third-party error, stay in the ledger for the operator
+    (``search2o jobs show``).
     """
-    return f"Sorry, I could not answer this ({reason[:200]}). Please ask again later."
+    if _INTERNAL.search(reason):
+        return "Sorry, I could not answer this. Please ask again later."
+    detail = _CLASS.sub("", reason, count=1).strip()
+    if not detail:
+        return "Sorry, I could not answer this. Please ask again later."
+    return f"Sorry, I could not answer this ({detail[:200]}). Please ask again later."
+
+
+_CLASS = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Warning)\b:?\s*")
+"""The class ``describe_error`` puts before our error's message."""
+_INTERNAL = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]* in the job handler\b")
+"""A third-party error's form: its class only; the user gets no detail of it."""
 
 
 @dataclass(frozen=True)

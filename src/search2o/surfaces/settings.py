@@ -12,6 +12,7 @@ from pydantic import (
     field_validator,
 )
 
+from search2o.errors import ConfigError
 from search2o.settings_base import edit_pause, token_url
 
 __all__ = ["MessengerSettings"]
@@ -25,10 +26,9 @@ class MessengerSettings(BaseModel):
     ``service_token`` (``search2o surfaces token <surface>``), never the engines; an answer is
     edited at most every ``update_every_s`` seconds (each section has its own default,
     redeclared with :func:`~search2o.settings_base.edit_pause`); ``unlinked`` says what an
-    unlinked user gets: the
-    shared-channel scope and a one-line hint how to link (``channel``), or only the hint
-    (``link_only``). The environment names stay each section's:
-    ``SEARCH2O_<SECTION>__SERVER_URL`` and so on.
+    unlinked user gets: the shared-channel scope and a one-line hint how to link
+    (``channel``), or only the hint (``link_only``). The environment names stay each
+    section's: ``SEARCH2O_<SECTION>__SERVER_URL`` and so on.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -49,3 +49,34 @@ class MessengerSettings(BaseModel):
     def _server_url(cls, value: str | None) -> str | None:
         # The service token travels to server_url.
         return token_url(value)
+
+    def service_token_problem(self, section: str, auth_mode: str) -> str | None:
+        """Return why answers cannot reach the API without a service token, or ``None``.
+
+        In token mode every API call needs a token, so a configured messenger without
+        ``service_token`` could only post "could not answer" into each thread: it is refused
+        at start instead (the surface's extension hooks, ``search2o <surface> check`` first).
+
+        Args:
+            section: the section's name (``slack``), for the setting and the command named.
+            auth_mode: the server's ``auth_mode``.
+
+        """
+        if auth_mode != "token" or self.service_token is not None:
+            return None
+        return (
+            f"{section}.service_token is not set (SEARCH2O_{section.upper()}__SERVICE_TOKEN): "
+            f"in token mode answers cannot reach the API without it; run `search2o surfaces "
+            f"token {section}` and set it"
+        )
+
+    def refuse_without_service_token(self, section: str, auth_mode: str) -> None:
+        """Raise :class:`~search2o.errors.ConfigError` with :meth:`service_token_problem`, if any.
+
+        Raises:
+            ConfigError: the section is configured in token mode without its service token.
+
+        """
+        problem = self.service_token_problem(section, auth_mode)
+        if problem is not None:
+            raise ConfigError(problem)

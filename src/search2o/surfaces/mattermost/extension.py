@@ -24,18 +24,32 @@ __all__ = ["EXTENSION"]
 
 
 def _add_kinds(registry: JobRegistry, runtime: Runtime) -> None:
-    """Register ``mattermost.answer`` and ``mattermost.rate`` when the section is configured."""
-    if not mattermost_settings(runtime.settings).configured:
+    """Register ``mattermost.answer`` and ``mattermost.rate`` when the section is configured.
+
+    Raises:
+        ConfigError: configured in token mode without ``mattermost.service_token``.
+
+    """
+    section = mattermost_settings(runtime.settings)
+    if not section.configured:
         return
+    section.refuse_without_service_token("mattermost", runtime.settings.auth_mode)
     from search2o.surfaces.mattermost.surface import add_mattermost_kinds
 
     add_mattermost_kinds(registry, runtime)
 
 
 def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[None] | None:
-    """Serve ``/mattermost/actions`` and ``/mattermost/command`` (docs/mattermost.md)."""
-    if not mattermost_settings(runtime.settings).configured:
+    """Serve ``/mattermost/actions`` and ``/mattermost/command`` (docs/mattermost.md).
+
+    Raises:
+        ConfigError: configured in token mode without ``mattermost.service_token``.
+
+    """
+    section = mattermost_settings(runtime.settings)
+    if not section.configured:
         return None
+    section.refuse_without_service_token("mattermost", runtime.settings.auth_mode)
     from search2o.api.mounting import route_first
     from search2o.surfaces.mattermost.surface import ingress, rest_api
 

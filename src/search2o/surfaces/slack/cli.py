@@ -58,12 +58,11 @@ def slack_check() -> None:
     from search2o.surfaces.slack.manifest import check
 
     chosen = settings()
-    problems = check(slack_settings(chosen))
-    if chosen.auth_mode == "token" and slack_settings(chosen).service_token is None:
-        problems.append(
-            "slack.service_token is not set: answers cannot reach this server; run `search2o "
-            "surfaces token slack` and set SEARCH2O_SLACK__SERVICE_TOKEN"
-        )
+    slack = slack_settings(chosen)
+    # The service token first: without it no answer reaches the API, whatever Slack says.
+    token_problem = slack.service_token_problem("slack", chosen.auth_mode)
+    problems = [token_problem] if token_problem else []
+    problems += check(slack)
     for line in problems:
         print_plain(line)
     if problems:

@@ -31,9 +31,16 @@ log = logging.getLogger("search2o.api")
 
 
 def _add_kinds(registry: JobRegistry, runtime: Runtime) -> None:
-    """Register ``slack.answer`` and ``slack.rate`` when the section is configured."""
-    if not slack_settings(runtime.settings).configured:
+    """Register ``slack.answer`` and ``slack.rate`` when the section is configured.
+
+    Raises:
+        ConfigError: configured in token mode without ``slack.service_token``.
+
+    """
+    slack = slack_settings(runtime.settings)
+    if not slack.configured:
         return
+    slack.refuse_without_service_token("slack", runtime.settings.auth_mode)
     require_extra("slack", "the Slack surface", "slack_sdk")
     from search2o.surfaces.slack.surface import add_slack_kinds
 
@@ -49,6 +56,11 @@ def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[N
     mode says that this server does not serve the routes: either way ``/slack/events`` would
     otherwise answer a bare 404 that Slack's URL check reports without a reason. Sets
     ``app.state.slack`` to the ingress (``None`` when not served), closed with the app.
+
+    Raises:
+        ConfigError: configured in token mode without ``slack.service_token`` (the server
+            refuses to start rather than answer every question with an error).
+
     """
     app.state.slack = None
     slack = slack_settings(runtime.settings)
@@ -57,6 +69,7 @@ def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[N
             missing = "slack.signing_secret" if slack.bot_token else "slack.bot_token"
             log.warning("Slack is off: %s is not set (both are needed, docs/slack.md)", missing)
         return None
+    slack.refuse_without_service_token("slack", runtime.settings.auth_mode)
     if slack.mode != "http":
         log.info("Slack in socket mode: /slack/events is not served; run `search2o slack socket`")
         return None

@@ -24,18 +24,33 @@ __all__ = ["EXTENSION"]
 
 
 def _add_kinds(registry: JobRegistry, runtime: Runtime) -> None:
-    """Register ``telegram.answer`` and ``telegram.rate`` when the section is configured."""
-    if not telegram_settings(runtime.settings).configured:
+    """Register ``telegram.answer`` and ``telegram.rate`` when the section is configured.
+
+    Raises:
+        ConfigError: configured in token mode without ``telegram.service_token``.
+
+    """
+    section = telegram_settings(runtime.settings)
+    if not section.configured:
         return
+    section.refuse_without_service_token("telegram", runtime.settings.auth_mode)
     from search2o.surfaces.telegram.surface import add_telegram_kinds
 
     add_telegram_kinds(registry, runtime)
 
 
 def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[None] | None:
-    """Serve ``POST /telegram/webhook`` (docs/telegram.md) in ``webhook`` mode."""
+    """Serve ``POST /telegram/webhook`` (docs/telegram.md) in ``webhook`` mode.
+
+    Raises:
+        ConfigError: configured in token mode without ``telegram.service_token``.
+
+    """
     telegram = telegram_settings(runtime.settings)
-    if not telegram.configured or telegram.mode != "webhook":
+    if not telegram.configured:
+        return None
+    telegram.refuse_without_service_token("telegram", runtime.settings.auth_mode)
+    if telegram.mode != "webhook":
         return None
     from search2o.api.mounting import route_first
     from search2o.surfaces.telegram.ingress import TelegramWebhook

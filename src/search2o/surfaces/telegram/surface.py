@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from search2o.client import Client
 from search2o.config import Settings
-from search2o.errors import ConfigError, ProviderError
+from search2o.errors import ProviderError
 from search2o.jobs.registry import JobRegistry
 from search2o.surfaces.budget import CallBudget
 from search2o.surfaces.connect import connect_surface, shared_client
@@ -141,13 +141,17 @@ def add_telegram_kinds(registry: JobRegistry, runtime: Runtime) -> TelegramAnswe
 def check(settings: Settings) -> tuple[bool, str]:
     """Diagnose the setup in one line: ``(ok, line)``.
 
-    Checks, in order: the bot token is set and well formed; ``getMe`` answers; the service
-    token is set (token mode); in ``webhook`` mode that a webhook is set (``getWebhookInfo``)
-    and its last error; in ``polling`` mode that none is set.
+    Checks, in order: the bot token is set; the service token is set (token mode: without it
+    no answer reaches the API); the bot token is well formed; ``getMe`` answers; in
+    ``webhook`` mode that a webhook is set (``getWebhookInfo``) and its last error; in
+    ``polling`` mode that none is set.
     """
     telegram = telegram_settings(settings)
     if not telegram.configured:
         return False, "telegram: off — set SEARCH2O_TELEGRAM__BOT_TOKEN (from @BotFather)"
+    problem = telegram.service_token_problem("telegram", settings.auth_mode)
+    if problem is not None:  # before anything else: without it no answer reaches the API
+        return False, f"telegram: {problem}"
     try:
         assert telegram.bot_token is not None
         bot_id_of(telegram.bot_token.get_secret_value())
@@ -156,12 +160,8 @@ def check(settings: Settings) -> tuple[bool, str]:
     api = bot_api(settings)
     try:
         me = api.call("getMe")
-        if settings.auth_mode == "token" and telegram.service_token is None:
-            raise ConfigError(
-                "telegram.service_token is not set: run `search2o surfaces token telegram`"
-            )
         info = api.call("getWebhookInfo")
-    except (ProviderError, ConfigError) as exc:
+    except ProviderError as exc:
         return False, f"telegram: {exc.message}"
     finally:
         api.close()
