@@ -61,10 +61,10 @@ def test_loading_the_registry_imports_no_surface_beyond_its_settings(tmp_path: P
     ("found", "message"),
     [
         ({"acme": object()}, "extension 'acme' (search2o.extensions) is a object, not a search2o"),
-        ({"Acme": Extension("Acme", "x")}, "name 'Acme' must match"),
-        ({"acme": Extension("other", "x")}, "its name is 'other'; the entry point must match"),
-        ({"acme": Extension("acme", "x", settings=dict)}, "settings must be a pydantic model"),  # type: ignore[arg-type]
-        ({"acme": Extension("acme", "x", settings=Lax)}, "must refuse unknown keys"),
+        ({"Acme": Extension("Acme")}, "name 'Acme' must match"),
+        ({"acme": Extension("other")}, "its name is 'other'; the entry point must match"),
+        ({"acme": Extension("acme", settings=dict)}, "settings must be a pydantic model"),  # type: ignore[arg-type]
+        ({"acme": Extension("acme", settings=Lax)}, "must refuse unknown keys"),
     ],
 )
 def test_a_bad_extension_is_refused_naming_its_entry_point(
@@ -76,11 +76,11 @@ def test_a_bad_extension_is_refused_naming_its_entry_point(
 
 def test_an_extension_may_not_take_a_core_sections_name() -> None:
     with pytest.raises(ConfigError, match=r"extension 'chat' .* names a core setting"):
-        assemble((Extension("chat", "x", settings=AcmeSettings),))
+        assemble((Extension("chat", settings=AcmeSettings),))
 
 
 def test_an_extension_section_is_as_strict_as_a_core_one() -> None:
-    root = assemble((Extension("acme", "x", settings=AcmeSettings),))
+    root = assemble((Extension("acme", settings=AcmeSettings),))
     assert root(acme={"greeting": "hello"}).acme.greeting == "hello"  # type: ignore[attr-defined]
     assert root().acme.greeting == "hi"  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="greetingg"):
@@ -109,7 +109,7 @@ def _add_commands(cli):
         from search2o.cli.common import settings
         print(section_of(settings(), "acme", AcmeSettings).greeting)
 
-EXTENSION = Extension("acme", "a third-party extension", settings=AcmeSettings,
+EXTENSION = Extension("acme", settings=AcmeSettings,
                       add_kinds=_add_kinds, add_commands=_add_commands)
 '''
 
@@ -178,3 +178,11 @@ def test_a_third_party_extension_that_fails_to_import_is_named(tmp_path: Path) -
     ran = _run("import search2o", env)
     assert ran.returncode != 0
     assert "extension 'broken' (search2o.extensions, no_such_module:X) failed to load" in ran.stderr
+
+
+def test_a_section_that_is_not_installed_is_named() -> None:
+    from search2o.settings_base import section_of
+
+    assert section_of(Settings(), "slack", type(Settings().slack)) is not None  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="settings section 'acme' is not a AcmeSettings: the"):
+        section_of(Settings(), "acme", AcmeSettings)

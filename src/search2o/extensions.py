@@ -54,7 +54,6 @@ class Extension:
     Attributes:
         name: the extension's name, also its settings section's field name (lower case,
             ``[a-z][a-z0-9_]*``, at most 32 characters); equal to its entry point's name.
-        summary: one line for ``search2o extensions`` and the docs.
         settings: its settings section (a pydantic model with ``extra="forbid"`` whose fields
             all have defaults), or ``None``.
         add_kinds: ``(registry: JobRegistry, runtime: Runtime) -> None``.
@@ -69,7 +68,6 @@ class Extension:
     """
 
     name: str
-    summary: str
     settings: type[BaseModel] | None = None
     add_kinds: Callable[[Any, Any], None] | None = None
     add_routes: Callable[[Any, Any], AbstractAsyncContextManager[Any] | None] | None = None

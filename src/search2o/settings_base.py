@@ -79,7 +79,7 @@ def section_of(settings: object, name: str, kind: type[SectionT]) -> SectionT:
     value = getattr(settings, name, None)
     if not isinstance(value, kind):
         raise ConfigError(
-            f"settings section {name!r} is not a {kind.__name__} (installed extensions: "
-            "search2o plugins list)"
+            f"settings section {name!r} is not a {kind.__name__}: the extension that "
+            "contributes it is not installed (pip install it), or another took its name"
         )
     return value

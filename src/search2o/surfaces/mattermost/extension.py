@@ -67,7 +67,6 @@ def _add_commands(cli: typer.Typer) -> None:
 
 EXTENSION = Extension(
     name="mattermost",
-    summary="Mattermost: thread answers, acknowledged at once, once each (docs/mattermost.md)",
     settings=MattermostSettings,
     add_kinds=_add_kinds,
     add_routes=_add_routes,

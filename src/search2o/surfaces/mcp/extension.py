@@ -59,7 +59,6 @@ def _add_commands(cli: typer.Typer) -> None:
 
 EXTENSION = Extension(
     name="mcp",
-    summary="MCP: search tools for an external model under the caller's rights (docs/mcp.md)",
     settings=McpSettings,
     add_routes=_add_routes,
     add_commands=_add_commands,

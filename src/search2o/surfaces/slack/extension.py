@@ -110,7 +110,6 @@ def _add_commands(cli: typer.Typer) -> None:
 
 EXTENSION = Extension(
     name="slack",
-    summary="Slack: answers in threads, acknowledged at once, exactly once (docs/slack.md)",
     settings=SlackSettings,
     add_kinds=_add_kinds,
     add_routes=_add_routes,

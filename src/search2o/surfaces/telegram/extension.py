@@ -70,7 +70,6 @@ def _add_commands(cli: typer.Typer) -> None:
 
 EXTENSION = Extension(
     name="telegram",
-    summary="Telegram: answers in chats, acknowledged at once, exactly once (docs/telegram.md)",
     settings=TelegramSettings,
     add_kinds=_add_kinds,
     add_routes=_add_routes,
