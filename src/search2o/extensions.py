@@ -32,12 +32,12 @@ import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from pydantic import BaseModel
 
 from search2o.errors import ConfigError
+from search2o.plugins import load_all
 
 __all__ = ["GROUP", "Extension", "discover", "load_extensions"]
 
@@ -111,17 +111,8 @@ def discover() -> tuple[Extension, ...]:
     """Return every installed extension, sorted by name (loaded once per process).
 
     Raises:
-        ConfigError: an entry point fails to import (its error is named, with the cause
-            kept), or :func:`load_extensions` refuses it.
+        ConfigError: an entry point fails to import (:func:`search2o.plugins.load_all`), or
+            :func:`load_extensions` refuses it.
 
     """
-    found: dict[str, Any] = {}
-    for ep in entry_points(group=GROUP):
-        try:
-            found[ep.name] = ep.load()
-        except Exception as exc:  # a plugin's own import error: name it, keep the cause
-            raise ConfigError(
-                f"extension {ep.name!r} ({GROUP}, {ep.value}) failed to load "
-                f"({type(exc).__name__}: {exc})"
-            ) from exc
-    return load_extensions(found)
+    return load_extensions(load_all(GROUP, "extension"))

@@ -6,7 +6,8 @@ Built-in providers are registered the same way as third-party ones (``pyproject.
 and checked by :func:`check_members` the same way.
 
 Groups: ``search2o.embedders``, ``search2o.chat_models``, ``search2o.web_search``,
-``search2o.key_providers``, ``search2o.state_hooks``.
+``search2o.key_providers``, ``search2o.state_hooks`` (one chosen by a setting:
+:func:`load_factory`), and ``search2o.extensions`` (every one installed: :func:`load_all`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from search2o.errors import ConfigError
 
-__all__ = ["check_members", "installed", "load_factory", "require_extra"]
+__all__ = ["check_members", "installed", "load_all", "load_factory", "require_extra"]
 
 
 def installed(group: str) -> list[str]:
@@ -52,6 +53,30 @@ def load_factory(group: str, name: str, setting: str) -> Any:
             f"setting {setting}: the plugin {name!r} of {group} failed to load "
             f"({type(exc).__name__}: {exc})"
         ) from exc
+
+
+def load_all(group: str, what: str = "plugin") -> dict[str, Any]:
+    """Return every entry point of ``group`` loaded, by name (for groups that use them all).
+
+    Args:
+        group: the entry point group, e.g. ``search2o.extensions``.
+        what: what an entry point is, for the message (``extension``).
+
+    Raises:
+        ConfigError: one fails to import; the message names it, its group and its target,
+            and keeps the cause.
+
+    """
+    found: dict[str, Any] = {}
+    for ep in entry_points(group=group):
+        try:
+            found[ep.name] = ep.load()
+        except Exception as exc:  # a plugin's own import error: name it, keep the cause
+            raise ConfigError(
+                f"{what} {ep.name!r} ({group}, {ep.value}) failed to load "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
+    return found
 
 
 def check_members(obj: object, members: tuple[str, ...], what: str) -> None:
