@@ -34,7 +34,7 @@ from search2o.storage import dialect
 from search2o.storage.agent_models import Agent
 from search2o.storage.db import Database
 from search2o.storage.models import utcnow
-from search2o.textrules import text_problem
+from search2o.textrules import check_text
 
 __all__ = ["AgentRegistry", "AgentSummary"]
 
@@ -163,7 +163,8 @@ class AgentRegistry:
             NotFoundError: no agent of that name.
 
         """
-        _check_name(name, field)
+        # PostgreSQL refuses a NUL in ``text`` (once a 500) where SQLite answered 404: both 422.
+        check_text(name, field, strip=False, allow_empty=True)
         with self._db.session() as session:
             stored = session.scalar(select(Agent.definition).where(Agent.name == name))
         if stored is None:
@@ -190,23 +191,12 @@ class AgentRegistry:
             NotFoundError: no agent of that name (nothing is deleted).
 
         """
-        _check_name(name, "name")
+        check_text(name, "name", strip=False, allow_empty=True)
         with self._db.session() as session:
             result = session.execute(delete(Agent).where(Agent.name == name))
             if not getattr(result, "rowcount", 0):
                 raise NotFoundError(_missing(name))
             return self._memory.delete_agent(name, session=session)
-
-
-def _check_name(name: str, field: str) -> None:
-    """Refuse a name no backend can look up (a NUL, a lone surrogate) with a 422 naming ``field``.
-
-    PostgreSQL refuses a NUL in ``text`` (once a 500) where SQLite answered "not found"; both
-    answer alike by :func:`search2o.textrules.text_problem`.
-    """
-    problem = text_problem(name)
-    if problem is not None:
-        raise InputError(field, problem)
 
 
 def _missing(name: str) -> str:
