@@ -15,6 +15,7 @@ from search2o.client import Client
 from search2o.config import Settings
 from search2o.config import server_url as config_server_url
 from search2o.errors import ConfigError
+from search2o.surfaces.settings import service_token_problem
 
 __all__ = ["connect_surface", "server_url", "shared_client"]
 
@@ -40,12 +41,10 @@ def connect_surface(
         ConfigError: the token is not set and the server needs tokens.
 
     """
+    problem = service_token_problem(surface, settings.auth_mode, token)
+    if problem is not None:
+        raise ConfigError(problem)
     secret = token.get_secret_value() if token else None
-    if secret is None and settings.auth_mode == "token":
-        raise ConfigError(
-            f"{surface}.service_token is not set: create one with `search2o surfaces token "
-            f"{surface}` and set SEARCH2O_{surface.upper()}__SERVICE_TOKEN"
-        )
     return Client(server_url(settings, configured_url), secret, timeout=60.0, retries=5)
 
 

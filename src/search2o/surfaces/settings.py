@@ -15,7 +15,28 @@ from pydantic import (
 from search2o.errors import ConfigError
 from search2o.settings_base import edit_pause, token_url
 
-__all__ = ["MessengerSettings"]
+__all__ = ["MessengerSettings", "service_token_problem"]
+
+
+def service_token_problem(surface: str, auth_mode: str, token: SecretStr | None) -> str | None:
+    """Return why ``surface`` cannot call the API without its service token, or ``None``.
+
+    The one rule for every surface that calls our API (messengers at start, their clients when
+    they connect): in token mode every call needs a token; in local mode none does.
+
+    Args:
+        surface: the surface's name (``slack``), its settings section.
+        auth_mode: the server's ``auth_mode``.
+        token: the configured ``<surface>.service_token``.
+
+    """
+    if auth_mode != "token" or token is not None:
+        return None
+    return (
+        f"{surface}.service_token is not set (SEARCH2O_{surface.upper()}__SERVICE_TOKEN): "
+        f"in token mode answers cannot reach the API without it; run `search2o surfaces "
+        f"token {surface}` and set it"
+    )
 
 
 class MessengerSettings(BaseModel):
@@ -56,19 +77,14 @@ class MessengerSettings(BaseModel):
         In token mode every API call needs a token, so a configured messenger without
         ``service_token`` could only post "could not answer" into each thread: it is refused
         at start instead (the surface's extension hooks, ``search2o <surface> check`` first).
+        The rule is :func:`service_token_problem`.
 
         Args:
             section: the section's name (``slack``), for the setting and the command named.
             auth_mode: the server's ``auth_mode``.
 
         """
-        if auth_mode != "token" or self.service_token is not None:
-            return None
-        return (
-            f"{section}.service_token is not set (SEARCH2O_{section.upper()}__SERVICE_TOKEN): "
-            f"in token mode answers cannot reach the API without it; run `search2o surfaces "
-            f"token {section}` and set it"
-        )
+        return service_token_problem(section, auth_mode, self.service_token)
 
     def refuse_without_service_token(self, section: str, auth_mode: str) -> None:
         """Raise :class:`~search2o.errors.ConfigError` with :meth:`service_token_problem`, if any.
