@@ -160,10 +160,9 @@ def check(settings: Settings) -> list[tuple[bool, str]]:
         return [*lines, (False, f"mattermost: {exc.message}")]
     finally:
         api.close()
-    if settings.auth_mode == "token" and mattermost.service_token is None:
-        lines.append(
-            (False, "mattermost: service token not set — run `search2o surfaces token mattermost`")
-        )
+    problem = mattermost.service_token_problem("mattermost", settings.auth_mode)
+    if problem is not None:
+        lines.append((False, f"mattermost: {problem}"))
     elif mattermost.service_token is None:
         lines.append((True, "mattermost: no service token needed (local mode)"))
     else:
