@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import uuid
@@ -103,6 +104,21 @@ def _restore_logging() -> Iterator[None]:
         lg.setLevel(level)
         lg.propagate = propagate
         lg.disabled = disabled
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_are_given_back(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test (or the command it runs in-process) must leave SIGINT and SIGTERM as it found them.
+
+    A leaked handler silently turns Ctrl-C off for every later test in the same process.
+    """
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    after = {signum: signal.getsignal(signum) for signum in before}
+    for signum, handler in before.items():
+        signal.signal(signum, handler)  # put it back, so one leak fails one test only
+    leaked = [signal.Signals(n).name for n in before if after[n] is not before[n]]
+    assert not leaked, f"{request.node.nodeid} left its own handler for {', '.join(leaked)}"
 
 
 @pytest.fixture(scope="session")

@@ -22,13 +22,12 @@ consumer and closes the transport.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from sqlalchemy import event
@@ -44,6 +43,7 @@ from search2o.jobs.registry import JobRegistry
 from search2o.jobs.settings import JobSettings
 from search2o.jobs.transport import DELIVER_TASK, TICK_TASK, QueueConsumer, open_huey
 from search2o.jobs.values import check_json
+from search2o.stop_signals import stop_on_signals
 from search2o.storage.db import Database
 from search2o.storage.models import new_id, utcnow
 from search2o.textrules import check_text
@@ -473,23 +473,14 @@ class JobQueue:
             InputError: ``workers`` outside 1-64.
 
         """
-        stop = threading.Event()
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        previous = {
-            signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)
-        }
-        try:
-            self.start_consumer(workers if workers is not None else self.settings.workers)
-            while not stop.wait(0.5):
-                pass
-            return self.stop_consumer()
-        finally:
-            self.stop_consumer(0)
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        with stop_on_signals() as stop:
+            try:
+                self.start_consumer(workers if workers is not None else self.settings.workers)
+                while not stop.wait(0.5):
+                    pass
+                return self.stop_consumer()
+            finally:
+                self.stop_consumer(0)
 
     def close(self) -> None:
         """Stop the consumer (as :meth:`stop_consumer`), then close the transport."""

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from types import FrameType
-
 import typer
 
 from search2o.cli.common import console, handle_errors, open_runtime, print_plain, settings
 from search2o.errors import ConfigError
+from search2o.stop_signals import stop_on_signals
 from search2o.surfaces.mattermost.settings import mattermost_settings
 
 __all__ = ["mattermost_app"]
@@ -56,13 +53,6 @@ def mattermost_listen() -> None:
             )
         assert mattermost.url is not None and mattermost.bot_token is not None
         api = rest_api(runtime.settings)
-        stop = threading.Event()
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
         listener = Listener(
             mattermost.url,
             mattermost.bot_token.get_secret_value(),
@@ -73,7 +63,8 @@ def mattermost_listen() -> None:
         )
         console.print(f"mattermost: listening at {listener.ws_url}")
         try:
-            listener.run(stop)
+            with stop_on_signals() as stop:
+                listener.run(stop)
         finally:
             api.close()
         console.print("mattermost: stopped")

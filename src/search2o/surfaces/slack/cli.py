@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
 from typing import Annotated, Literal
 
 import typer
 
 from search2o.cli.common import handle_errors, open_runtime, print_plain, settings
+from search2o.stop_signals import stop_on_signals
 from search2o.surfaces.slack.settings import slack_settings
 
 __all__ = ["slack_app"]
@@ -80,9 +80,7 @@ def slack_socket() -> None:
     """
     from search2o.surfaces.slack.socket import run_socket
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with open_runtime() as runtime:
+    with open_runtime() as runtime, stop_on_signals((signal.SIGTERM,)) as stop:
         try:
             run_socket(runtime, stop)
         except KeyboardInterrupt:

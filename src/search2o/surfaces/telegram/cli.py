@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from types import FrameType
-
 import typer
 
 from search2o.cli.common import console, handle_errors, open_runtime, print_plain, settings
 from search2o.errors import ConfigError
+from search2o.stop_signals import stop_on_signals
 from search2o.surfaces.telegram.settings import telegram_settings
 
 __all__ = ["telegram_app"]
@@ -53,13 +50,6 @@ def telegram_poll() -> None:
                 "SEARCH2O_TELEGRAM__MODE=polling"
             )
         api = bot_api(runtime.settings)
-        stop = threading.Event()
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
         workspace = str(BotIdentity(runtime.settings, api).id)
         poller = Poller(
             api,
@@ -70,7 +60,8 @@ def telegram_poll() -> None:
         )
         console.print(f"telegram: polling getUpdates from offset {poller.offset()}")
         try:
-            poller.run(stop)
+            with stop_on_signals() as stop:
+                poller.run(stop)
         finally:
             api.close()
         console.print("telegram: stopped")
