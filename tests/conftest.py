@@ -49,6 +49,11 @@ def _ephemeral_ports() -> tuple[int, int]:
         return 49152, 65535
 
 
+#: Ports at or above 10,000 that browsers refuse to load (``net::ERR_UNSAFE_PORT``): the
+#: Fetch standard's "bad port" list, https://fetch.spec.whatwg.org/#port-blocking.
+_BAD_PORTS = frozenset({10080})
+
+
 def _port_candidates() -> Iterator[int]:
     """Ports below the ephemeral range, a share of its own for each pytest-xdist worker.
 
@@ -68,7 +73,7 @@ def _port_candidates() -> Iterator[int]:
     size = (high - low) // count
     start = low + (index % count) * size
     while size > 0:
-        yield from range(start, start + size)
+        yield from (port for port in range(start, start + size) if port not in _BAD_PORTS)
 
 
 _PORTS = _port_candidates()
