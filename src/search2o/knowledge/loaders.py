@@ -20,6 +20,7 @@ from pathlib import PurePath
 from search2o.errors import CorruptFileError, UnsupportedFileError
 from search2o.knowledge.docx_loader import load_docx
 from search2o.knowledge.html_loader import load_html
+from search2o.knowledge.isolation import parse_in_child
 from search2o.knowledge.pdf_loader import load_pdf
 from search2o.knowledge.sections import (
     LoadedDocument,
@@ -30,7 +31,7 @@ from search2o.knowledge.sections import (
 from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.textdecode import decode_text
 
-__all__ = ["SUPPORTED_SUFFIXES", "LoadedDocument", "Section", "load_document"]
+__all__ = ["ISOLATED_SUFFIXES", "SUPPORTED_SUFFIXES", "LoadedDocument", "Section", "load_document"]
 
 MEDIA_MARKDOWN = "text/markdown"
 MEDIA_TEXT = "text/plain"
@@ -148,6 +149,10 @@ _LOADERS: dict[str, Callable[[str, bytes, KnowledgeSettings], LoadedDocument]] =
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_LOADERS)
 """Lower-cased file suffixes :func:`load_document` reads, with the leading dot."""
 
+ISOLATED_SUFFIXES: frozenset[str] = frozenset({".pdf", ".docx"})
+"""The formats whose parsers' memory peak is many times the file: large ones are read in a child
+process (``knowledge.isolated_parse_bytes``, :mod:`search2o.knowledge.isolation`)."""
+
 
 def load_document(
     filename: str, data: bytes, settings: KnowledgeSettings | None = None
@@ -160,7 +165,9 @@ def load_document(
         data: the whole file content.
         settings: the per-document bounds (``max_extracted_chars``, ``max_pages``,
             ``max_unpacked_bytes``, ``max_xml_bytes``, ``max_compression_ratio``,
-            ``max_extract_seconds``, ``max_title_chars``); defaults when ``None``.
+            ``max_extract_seconds``, ``max_title_chars``); defaults when ``None``. A PDF or
+            DOCX of ``isolated_parse_bytes`` or more is parsed in a child process
+            (:mod:`search2o.knowledge.isolation`: ``parse_processes``, ``parse_memory_mb``).
 
     Returns:
         The document with at least one non-empty section, in document order. Titles and
@@ -173,7 +180,8 @@ def load_document(
         CorruptFileError: the file is empty, cannot be decoded or parsed (bad PDF/DOCX,
             encrypted PDF, a DOCX part compressed other than by Deflate), or holds no text.
         InputError: the document is over one of the bounds in ``settings``; the reason names
-            the setting, e.g. ``"... (knowledge.max_pages)"``.
+            the setting, e.g. ``"... (knowledge.max_pages)"``; a child parser over
+            ``parse_memory_mb`` or its wall-time bound is refused the same way.
 
     """
     suffix = PurePath(filename.replace("\\", "/")).suffix.lower()
@@ -186,4 +194,7 @@ def load_document(
         )
     if not data.strip():
         raise CorruptFileError(filename, "file is empty")
-    return loader(filename, data, settings or KnowledgeSettings())
+    settings = settings or KnowledgeSettings()
+    if suffix in ISOLATED_SUFFIXES and len(data) >= settings.isolated_parse_bytes:
+        return parse_in_child(loader, filename, data, settings)
+    return loader(filename, data, settings)

@@ -56,6 +56,21 @@ class KnowledgeSettings(BaseModel):
         gt=0,
         description="CPU seconds of the ingesting thread one document's extraction may take",
     )
+    isolated_parse_bytes: int = Field(
+        default=1024 * 1024,
+        ge=0,
+        description="a PDF or DOCX of at least this many bytes is parsed in a child process, "
+        "whose memory goes back to the system when it exits (0: every one)",
+    )
+    parse_processes: int = Field(
+        default=2, ge=1, le=64, description="child parser processes at once; more parses wait"
+    )
+    parse_memory_mb: int = Field(
+        default=2048,
+        ge=256,
+        le=1024 * 1024,
+        description="address space of one child parser process (RLIMIT_AS), in MB",
+    )
     max_title_chars: int = Field(
         default=300, ge=1, le=500, description="longest title or heading kept (then cut with …)"
     )
