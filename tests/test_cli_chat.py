@@ -15,6 +15,7 @@ import pytest
 
 from search2o.providers.builtin_chat import NOT_FOUND
 from tests.conftest import HANDBOOK, free_port
+from tests.ops.processes import stop
 from tests.test_cli import GOOD_MD, SCRIPT, Cli, error_line, out
 
 
@@ -149,8 +150,7 @@ def _start(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], list
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    proc.wait(timeout=30)
+    stop(proc, timeout_s=30)
     if proc.stdout is not None:
         proc.stdout.close()
 
@@ -257,8 +257,7 @@ def test_serve_ingests_prints_url_and_token_and_answers(tmp_path: Path, parking:
         assert response.status_code == 200, response.text
         assert response.json()["text"].endswith("[1]")
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc, timeout_s=30)
         if proc.stdout is not None:
             proc.stdout.close()
     missing = subprocess.run(

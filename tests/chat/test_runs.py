@@ -18,6 +18,7 @@ from search2o.config import Settings
 from tests.api.test_api import add_user, serve
 from tests.api.test_chat_api import Frame, chat_api, frames, of
 from tests.conftest import MemoEmbedder, free_port
+from tests.ops.processes import stop
 from tests.query.doubles import ScriptedChatModel, answering, open_runtime
 
 WORDS = " ".join(f"word{i}" for i in range(40))
@@ -181,8 +182,7 @@ def second_process(settings: Settings) -> Iterator[httpx.Client]:
                 time.sleep(0.2)
             yield client
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc, timeout_s=30)
 
 
 @pytest.mark.slow

@@ -161,8 +161,7 @@ def redis_server(folder: Path) -> Iterator[str]:
         client.close()
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop(process, timeout_s=20)
 
 
 def redis_url_fixture(suite: str) -> Any:

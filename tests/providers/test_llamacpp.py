@@ -22,6 +22,7 @@ from search2o.query.settings import ModelProfile
 from search2o.runtime import Runtime
 from tests.api.test_api import serve
 from tests.conftest import free_port
+from tests.ops.processes import stop
 from tests.query.doubles import PARKING, ingest, use_profile
 
 pytestmark = [pytest.mark.llamacpp, pytest.mark.slow]
@@ -72,8 +73,7 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
         assert proc.poll() is None, died()
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc, timeout_s=30)
 
 
 def llama_profile(url: str) -> ModelProfile:

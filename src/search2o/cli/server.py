@@ -11,16 +11,16 @@ command exits 0.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import signal
 import socket
 import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.text import Text
@@ -40,6 +40,7 @@ from search2o.knowledge.access import AccessList
 from search2o.netpolicy import is_loopback_host
 from search2o.observability.metrics import MULTIPROC_ENV
 from search2o.runtime import Runtime
+from search2o.stop_signals import StartupStopped, StopGuard, stop_guard
 
 __all__ = ["db_app", "demo", "serve"]
 
@@ -92,6 +93,27 @@ def serve(
 
     Local mode is refused beyond loopback (exit 2) unless --insecure-local-mode is given.
     SIGTERM drains: responses in flight get serve.drain_s seconds, then the command exits 0.
+    SIGTERM or Ctrl-C while it starts ends the start where it is, and the command exits 0.
+    """
+    with stop_guard() as guard, contextlib.suppress(StartupStopped):
+        _serve(guard, ingest, host, port, workers, insecure_local_mode)
+    console.print("search2o stopped", soft_wrap=True)
+
+
+def _serve(
+    guard: StopGuard,
+    ingest: list[Path] | None,
+    host: str | None,
+    port: int | None,
+    workers: int | None,
+    insecure_local_mode: bool,
+) -> None:
+    """Check the options, prepare, and serve until a stop (see :func:`serve`).
+
+    Raises:
+        InputError: a bad option (field named).
+        StartupStopped: a stop signal arrived before serving began.
+
     """
     chosen = settings(host=host, port=port, insecure_local_mode=insecure_local_mode or None)
     problem = chosen.local_mode_problem()
@@ -109,21 +131,51 @@ def serve(
             raise InputError("ingest", f"{path} does not exist")
     _check_port_free(chosen.host, chosen.port)
     if count == 1:
-        from search2o.api.app import create_app
+        _serve_one(guard, chosen, ingest)
+        return
+    with Runtime(chosen) as runtime:  # migrations, ingestion and tokens, once
+        _prepare(runtime, chosen, ingest)
+    _export(chosen)
+    with _metrics_folder():
+        _serve_many(guard, chosen, count)
 
-        app = create_app(chosen)
-        runtime = app.state.runtime
+
+def _serve_one(guard: StopGuard, chosen: Settings, ingest: list[Path] | None) -> None:
+    """Serve in this process; the app's runtime closes when the server ends or never starts."""
+    from search2o.api.app import create_app
+
+    app = create_app(chosen)
+    runtime = app.state.runtime
+    try:
         _prepare(runtime, chosen, ingest)
         # Load the embedding model while the server starts, not on the first search.
         threading.Thread(target=lambda: runtime.embedder.embed(["warm-up"]), daemon=True).start()
-        _run(app, chosen, 1)
-    else:
-        with Runtime(chosen) as runtime:  # migrations, ingestion and tokens, once
-            _prepare(runtime, chosen, ingest)
-        _export(chosen)
-        with _metrics_folder():
-            _run("search2o.api.app:create_app", chosen, count)
-    console.print("search2o stopped", soft_wrap=True)
+        server = _uvicorn_server(app, chosen, 1)
+    except BaseException:
+        runtime.close()  # the app's lifespan, which would close it, never ran
+        raise
+    # From here a stop asks the server to exit: before uvicorn installs its own handlers, while
+    # they are in (uvicorn's), and when uvicorn hands back the signals it caught.
+    guard.serving(lambda: setattr(server, "should_exit", True))
+    server.run()
+
+
+def _serve_many(guard: StopGuard, chosen: Settings, count: int) -> None:
+    """Serve ``count`` worker processes on one socket under uvicorn's supervisor.
+
+    The supervisor installs its own handlers when it is made (uvicorn ``Multiprocess``) and
+    queues what arrives until its loop handles it, so no signal is lost from then on.
+    """
+    from uvicorn.supervisors import Multiprocess
+
+    config = _uvicorn_config("search2o.api.app:create_app", chosen, count)
+    sock = config.bind_socket()
+    try:
+        supervisor = Multiprocess(config, sockets=[sock])
+        guard.serving(supervisor.should_exit.set)
+        supervisor.run()
+    finally:
+        sock.close()
 
 
 def _prepare(runtime: Runtime, chosen: Settings, ingest: list[Path] | None) -> None:
@@ -200,31 +252,31 @@ def _metrics_folder() -> Iterator[None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run(app: object, chosen: Settings, workers: int) -> None:
-    """Serve until SIGTERM or SIGINT, then return (exit 0) once every process has drained.
+def _uvicorn_config(app: object, chosen: Settings, workers: int) -> Any:
+    """Build the ``uvicorn.Config`` of ``serve``: ``app`` an ASGI app or a factory's path.
 
-    uvicorn re-raises the signal that stopped it once it has shut down (uvicorn ``Server
-    .capture_signals``), with the handlers that were there before it: a no-op handler here
-    lets the command end normally instead of dying of SIGTERM.
+    Draining and worker health checks follow ``serve.drain_s`` and
+    ``serve.worker_healthcheck_s``; logging is ours (``log_config=None``).
     """
     import uvicorn
 
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None) if main else None
-    try:
-        uvicorn.run(
-            app,  # type: ignore[arg-type]
-            host=chosen.host,
-            port=chosen.port,
-            workers=workers if workers > 1 else None,
-            factory=workers > 1,
-            log_config=None,
-            timeout_graceful_shutdown=chosen.serve.drain_s,
-            timeout_worker_healthcheck=chosen.serve.worker_healthcheck_s,
-        )
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=chosen.host,
+        port=chosen.port,
+        workers=workers,
+        factory=workers > 1,
+        log_config=None,
+        timeout_graceful_shutdown=chosen.serve.drain_s,
+        timeout_worker_healthcheck=chosen.serve.worker_healthcheck_s,
+    )
+
+
+def _uvicorn_server(app: object, chosen: Settings, workers: int) -> Any:
+    """Build a ``uvicorn.Server`` on :func:`_uvicorn_config`; ``run()`` serves until a stop."""
+    import uvicorn
+
+    return uvicorn.Server(_uvicorn_config(app, chosen, workers))
 
 
 def _check_port_free(host: str, port: int) -> None:

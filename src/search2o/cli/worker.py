@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Annotated
 
 import typer
@@ -11,6 +13,7 @@ from search2o.cli.common import console, handle_errors, open_runtime, print_json
 from search2o.errors import InputError
 from search2o.jobs import JobInfo, find_job, find_jobs
 from search2o.jobs.kinds import open_job_queue
+from search2o.stop_signals import StartupStopped, stop_guard
 
 __all__ = ["jobs_app", "worker"]
 
@@ -34,15 +37,24 @@ def worker(
     """
     if workers is not None and not 1 <= workers <= 64:
         raise InputError("--workers", f"must be 1-64, got {workers}")
-    with open_runtime() as runtime, open_job_queue(runtime) as queue:
+    released: list[str] = []
+    # Stopped while starting: nothing ran, nothing to give back.
+    with (
+        stop_guard() as guard,
+        contextlib.suppress(StartupStopped),
+        open_runtime() as runtime,
+        open_job_queue(runtime) as queue,
+    ):
         jobs = runtime.settings.jobs
         count = workers or jobs.workers
         console.print(
-            f"worker: {count} thread(s) on the {jobs.backend} job queue {jobs.queue_name!r}; "
-            "stop with Ctrl-C or SIGTERM",
+            f"worker: {count} thread(s) on the {jobs.backend} job queue "
+            f"{jobs.queue_name!r}; stop with Ctrl-C or SIGTERM",
             soft_wrap=True,
         )
-        released = queue.run_worker(count)
+        stop = threading.Event()
+        guard.serving(stop.set)  # a signal that came first has ended the start already
+        released = queue.run_worker(count, stop)
     console.print(
         "worker stopped"
         + (f"; {len(released)} running job(s) given back to the queue" if released else ""),

@@ -456,15 +456,20 @@ class JobQueue:
         )
         return released
 
-    def run_worker(self, workers: int | None = None) -> list[str]:
-        """Consume in the foreground until SIGTERM or SIGINT (``search2o worker``).
+    def run_worker(
+        self, workers: int | None = None, stop: threading.Event | None = None
+    ) -> list[str]:
+        """Consume in the foreground until ``stop`` is set (``search2o worker``).
 
-        Must run in the main thread (it installs the signal handlers, restored on return).
-        On the signal it stops as :meth:`stop_consumer` does: running jobs get
-        ``jobs.shutdown_timeout_s`` to finish, the rest are released.
+        Without ``stop``, until SIGTERM or SIGINT: then it must run in the main thread (it
+        installs the signal handlers, restored on return). On the stop it stops as
+        :meth:`stop_consumer` does: running jobs get ``jobs.shutdown_timeout_s`` to finish, the
+        rest are released.
 
         Args:
             workers: 1-64 threads; default ``jobs.workers``.
+            stop: an event the caller sets to stop (``search2o worker`` sets it from its
+                :class:`~search2o.stop_signals.StopGuard`); ``None``: a signal sets one.
 
         Returns:
             The ids of the jobs released at the stop.
@@ -473,14 +478,16 @@ class JobQueue:
             InputError: ``workers`` outside 1-64.
 
         """
-        with stop_on_signals() as stop:
-            try:
-                self.start_consumer(workers if workers is not None else self.settings.workers)
-                while not stop.wait(0.5):
-                    pass
-                return self.stop_consumer()
-            finally:
-                self.stop_consumer(0)
+        if stop is None:
+            with stop_on_signals() as signalled:
+                return self.run_worker(workers, signalled)
+        try:
+            self.start_consumer(workers if workers is not None else self.settings.workers)
+            while not stop.wait(0.5):
+                pass
+            return self.stop_consumer()
+        finally:
+            self.stop_consumer(0)
 
     def close(self) -> None:
         """Stop the consumer (as :meth:`stop_consumer`), then close the transport."""
