@@ -103,13 +103,16 @@ class Principal:
         """Return the access-list entries that grant this caller.
 
         Returns:
-            ``["user:<email>", "group:<g>", ...]``; ``[]`` for a shared-channel principal, so
-            only documents whose access list is empty are readable (an answer in a channel is
-            seen by everyone in it).
+            ``["user:<email>", "group:<g>", ...]``, and ``"role:admin"`` for an admin (a
+            synced source with no access rule of its own grants the admins:
+            :mod:`search2o.knowledge.access`); ``[]`` for a shared-channel principal, so only
+            documents whose access list is empty are readable (an answer in a channel is seen
+            by everyone in it).
         """
         if self.shared:
             return []
-        return [f"user:{self.email}", *(f"group:{g}" for g in self.groups)]
+        keys = [f"user:{self.email}", *(f"group:{g}" for g in self.groups)]
+        return [*keys, "role:admin"] if self.is_admin else keys
 
 
 @dataclass(frozen=True)

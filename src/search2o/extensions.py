@@ -11,7 +11,9 @@ that contributes any of:
   build (:func:`search2o.jobs.kinds.build_registry`);
 * **routes**: ``add_routes(app, runtime)`` mounts its endpoints on the FastAPI app
   (:func:`search2o.api.app.create_app`) and may return a context that runs while it serves;
-* **CLI commands**: ``add_commands(cli)`` adds a Typer group to ``search2o``.
+* **CLI commands**: ``add_commands(cli)`` adds a Typer group to ``search2o``;
+* **connectors**: classes implementing :class:`search2o.connectors.contract.Connector`, each a
+  kind of source (``folder``) that ``search2o sources add`` and ``/v1/sources`` offer.
 
 Each hook decides for itself whether its section is configured (a hook of an unconfigured
 surface adds nothing). Built-ins register exactly as third-party packages do, as entry points
@@ -61,6 +63,9 @@ class Extension:
             what it returns is entered while the app serves (a transport's task group) and
             exited on shutdown.
         add_commands: ``(cli: typer.Typer) -> None``.
+        connectors: connector classes (:mod:`search2o.connectors.contract`), each with a
+            unique ``kind``, or their ``"module:Class"`` paths (imported when first used, so
+            the extension module stays light).
 
     The hooks take the core's objects untyped here so that this contract imports nothing of
     the core (the core imports it); each extension annotates its own hooks.
@@ -72,6 +77,7 @@ class Extension:
     add_kinds: Callable[[Any, Any], None] | None = None
     add_routes: Callable[[Any, Any], AbstractAsyncContextManager[Any] | None] | None = None
     add_commands: Callable[[Any], None] | None = None
+    connectors: tuple[Any, ...] = ()
 
 
 def load_extensions(found: dict[str, Any]) -> tuple[Extension, ...]:

@@ -206,13 +206,13 @@ def test_interruption_leaves_each_document_whole_or_absent(
 
 def test_interruption_inside_the_write_rolls_back(runtime: Runtime, tmp_path: Path) -> None:
     (tmp_path / "one.md").write_text("# One\n\nFirst document.\n")
-    original = runtime.knowledge.ingestor._set_access
+    original = runtime.knowledge.ingestor.set_access
 
     def boom(*args: object, **kwargs: object) -> None:
         original(*args, **kwargs)  # type: ignore[arg-type]
         raise KeyboardInterrupt
 
-    runtime.knowledge.ingestor._set_access = boom  # type: ignore[method-assign]
+    runtime.knowledge.ingestor.set_access = boom  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
         runtime.knowledge.ingest_paths([tmp_path], AccessList())
     with runtime.database.session() as session:

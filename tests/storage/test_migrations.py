@@ -13,7 +13,7 @@ from search2o import accounts
 from search2o.errors import AuthenticationError, ConfigError
 from search2o.storage.db import Database
 
-HEAD = "0018"
+HEAD = "0019"
 
 
 def test_blank_database_migrates_to_head_with_expected_columns(database_url: str) -> None:
@@ -358,5 +358,55 @@ def test_0018_keeps_postgresql_rows_inline_and_goes_back_to_the_defaults(
         options, target = _pg_row_storage(conn)
     assert options == {"chunks": None, "memories": None}
     assert target in (None, -1)  # PostgreSQL 17 shows the default as NULL, earlier ones as -1
+    database.upgrade()
+    assert database.current_revision() == HEAD
+
+
+def test_0019_adds_sources_and_tags_and_goes_down_keeping_the_documents(
+    database: Database,
+) -> None:
+    inspector = inspect(database.engine)
+    assert {"name", "kind", "settings", "credentials", "lease_holder", "checkpoint"} <= {
+        c["name"] for c in inspector.get_columns("sources")
+    }
+    assert {"source_id", "source_key", "version", "url"} <= {
+        c["name"] for c in inspector.get_columns("documents")
+    }
+    assert "text_hash" in {c["name"] for c in inspector.get_columns("chunks")}
+    with database.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO sources (name, kind, settings, status, auth_failures, created_at,"
+                " updated_at) VALUES ('wiki', 'folder', '{}', 'idle', 0, CURRENT_TIMESTAMP,"
+                " CURRENT_TIMESTAMP)"
+            )
+        )
+        source_id = conn.execute(text("SELECT id FROM sources")).scalar_one()
+        for key in ("a.md", "b.md"):
+            conn.execute(
+                text(
+                    "INSERT INTO documents (source, title, media_type, content_hash, size_bytes,"
+                    " chunk_count, is_public, created_at, updated_at, source_id, source_key)"
+                    " VALUES (:s, 't', 'text/markdown', 'h', 1, 0, true, CURRENT_TIMESTAMP,"
+                    " CURRENT_TIMESTAMP, :id, :key)"
+                ),
+                {"s": f"wiki:{key}", "id": source_id, "key": key},
+            )
+    with pytest.raises(IntegrityError), database.engine.begin() as conn:  # one per (source, key)
+        conn.execute(
+            text(
+                "INSERT INTO documents (source, title, media_type, content_hash, size_bytes,"
+                " chunk_count, is_public, created_at, updated_at, source_id, source_key)"
+                " VALUES ('other', 't', 'text/markdown', 'h', 1, 0, true, CURRENT_TIMESTAMP,"
+                " CURRENT_TIMESTAMP, :id, 'a.md')"
+            ),
+            {"id": source_id},
+        )
+    database.downgrade("0018")
+    inspector = inspect(database.engine)
+    assert "sources" not in inspector.get_table_names()
+    assert "source_id" not in {c["name"] for c in inspector.get_columns("documents")}
+    with database.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM documents")).scalar_one() == 2
     database.upgrade()
     assert database.current_revision() == HEAD

@@ -1,8 +1,11 @@
 """Access rights: who may read which document.
 
-A document's access list holds ``group:<name>`` and ``user:<email>`` entries; an empty list
-means everyone. Every search builds :func:`readable_filter` into its SQL, so rows a caller may
-not read are excluded before ranking, never after.
+A document's access list holds ``group:<name>``, ``user:<email>`` and ``role:<role>``
+entries; an empty list means everyone. ``role:admin`` grants the admins (a synced source with no
+access rule of its own); ``role:nobody`` grants no one (a source's rule that could not be mapped
+to users and groups: readable by nobody, never by everyone). Every search builds
+:func:`readable_filter` into its SQL, so rows a caller may not read are excluded before
+ranking, never after.
 """
 
 from __future__ import annotations
@@ -15,18 +18,35 @@ from sqlalchemy.orm import Session
 from search2o.accounts import Principal, normalize_email, normalize_groups
 from search2o.storage.models import Document, DocumentAccess
 
-__all__ = ["AccessList", "readable_documents", "readable_filter"]
+__all__ = ["ADMINS", "NOBODY", "AccessList", "readable_documents", "readable_filter"]
+
+
+ADMINS = "admin"
+"""The role of the admins (``Principal.is_admin``)."""
+NOBODY = "nobody"
+"""A role no one has: a document under it alone is readable by no one."""
 
 
 @dataclass(frozen=True)
 class AccessList:
-    """Who may read a document: members of any of ``groups`` or any of ``users``; empty = all.
+    """Who may read a document: members of ``groups``, ``users`` or ``roles``; empty = all.
 
-    Construct with :meth:`build` to validate names.
+    Construct with :meth:`build` to validate names, or :meth:`admins_only` / :meth:`nobody`.
     """
 
     groups: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+
+    @classmethod
+    def admins_only(cls) -> AccessList:
+        """Return the list that grants the admins only."""
+        return cls(roles=(ADMINS,))
+
+    @classmethod
+    def nobody(cls) -> AccessList:
+        """Return the list that grants no one (never the same as everyone)."""
+        return cls(roles=(NOBODY,))
 
     @classmethod
     def build(
@@ -53,11 +73,15 @@ class AccessList:
     @property
     def is_public(self) -> bool:
         """True when the list is empty: everyone may read."""
-        return not self.groups and not self.users
+        return not self.groups and not self.users and not self.roles
 
     def entries(self) -> set[str]:
-        """Return the stored form: ``{"group:hr", "user:ann@example.com"}``."""
-        return {f"group:{g}" for g in self.groups} | {f"user:{u}" for u in self.users}
+        """Return the stored form: ``{"group:hr", "user:ann@example.com", "role:admin"}``."""
+        return (
+            {f"group:{g}" for g in self.groups}
+            | {f"user:{u}" for u in self.users}
+            | {f"role:{r}" for r in self.roles}
+        )
 
 
 def readable_documents(principal: Principal) -> Select[int]:

@@ -34,6 +34,7 @@ from search2o.knowledge.access import AccessList
 from search2o.knowledge.chunking import Chunk as ChunkPiece
 from search2o.knowledge.chunking import chunk_document
 from search2o.knowledge.loaders import SUPPORTED_SUFFIXES, load_document
+from search2o.knowledge.reuse import embed_reusing
 from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.vectorspace import claim_vector_space, embedding_text
 from search2o.providers.embeddings import Embedder
@@ -42,7 +43,7 @@ from search2o.storage.models import Chunk, ChunkEmbedding, Document, DocumentAcc
 from search2o.storage.vectors import KNOWLEDGE_COUNTER, VectorIndex
 from search2o.textrules import text_problem
 
-__all__ = ["IngestOutcome", "IngestSummary", "Ingestor", "iter_files"]
+__all__ = ["IngestOutcome", "IngestSummary", "Ingestor", "Origin", "iter_files"]
 
 log = logging.getLogger("search2o.knowledge")
 
@@ -80,11 +81,33 @@ Status = Literal["added", "updated", "unchanged", "skipped"]
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a synced document comes from: its source, its key and version there, its address.
+
+    Attributes:
+        source_id: the ``sources`` row.
+        key: the document's key in the source (a relative path, a page id).
+        version: the cheap version the source lists it with (mtime+size, revision, etag).
+        url: the address that opens it (``file://``, ``https://``), or ``""``.
+        title: the title the source gives it, or ``""`` for the loader's.
+
+    """
+
+    source_id: int
+    key: str
+    version: str
+    url: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
 class IngestOutcome:
     """What happened to one file: ``status``, chunk count, and the reason when skipped.
 
     ``access_before`` is set when an existing document's access list was changed: its entries
-    before (``[]`` = everyone), so callers can warn when reading rights widened.
+    before (``[]`` = everyone), so callers can warn when reading rights widened. ``embedded``
+    counts the chunks that went through the model (the others reused a stored vector:
+    :mod:`search2o.knowledge.reuse`).
     """
 
     source: str
@@ -94,6 +117,7 @@ class IngestOutcome:
     document_id: int | None = None
     title: str = ""
     access_before: list[str] | None = None
+    embedded: int = 0
 
 
 @dataclass
@@ -213,9 +237,18 @@ class Ingestor:
         return f"file is {size} bytes; the limit is {self.settings.max_file_bytes}"
 
     def ingest_bytes(
-        self, source: str, filename: str, data: bytes, access: AccessList
+        self,
+        source: str,
+        filename: str,
+        data: bytes,
+        access: AccessList,
+        origin: Origin | None = None,
     ) -> IngestOutcome:
         """Ingest one file's content under ``source`` (its identity: re-ingesting replaces).
+
+        Args:
+            origin: for a synced document, its source, key, version and address, stored with
+                it (an unchanged content with a new version stores the version alone).
 
         Returns:
             ``unchanged`` when hash and access list match the stored document, ``updated``
@@ -238,7 +271,7 @@ class Ingestor:
             return IngestOutcome(source, "skipped", reason=reason)
         stage = _Stage()
         try:
-            return self._ingest(source, filename, data, access, stage)
+            return self._ingest(source, filename, data, access, stage, origin)
         except IndexMismatchError:
             raise
         except InputError as exc:
@@ -252,7 +285,13 @@ class Ingestor:
             return IngestOutcome(source, "skipped", reason=_failure(stage.name, exc))
 
     def _ingest(
-        self, source: str, filename: str, data: bytes, access: AccessList, stage: _Stage
+        self,
+        source: str,
+        filename: str,
+        data: bytes,
+        access: AccessList,
+        stage: _Stage,
+        origin: Origin | None,
     ) -> IngestOutcome:
         digest = hashlib.sha256(data).hexdigest()
         stage.name = "stored"
@@ -261,6 +300,8 @@ class Ingestor:
             before = sorted(a.principal for a in existing.access) if existing else None
             changed = before if before is not None and set(before) != access.entries() else None
             if existing is not None and existing.content_hash == digest:
+                if origin is not None:
+                    _tag(existing, origin)
                 if changed is None:
                     return IngestOutcome(
                         source,
@@ -269,7 +310,7 @@ class Ingestor:
                         document_id=existing.id,
                         title=existing.title,
                     )
-                self._set_access(session, existing, access)
+                self.set_access(session, existing, access)
                 return IngestOutcome(
                     source,
                     "updated",
@@ -288,9 +329,12 @@ class Ingestor:
             overlap_tokens=self.settings.overlap_tokens,
             max_chunks=self.settings.max_chunks_per_document,
         )
+        title = origin.title if origin is not None and origin.title else loaded.title
         stage.name = "embedded"
-        vectors = self.embedder.embed(
-            [embedding_text(loaded.title, p.heading_path, p.text) for p in pieces]
+        embedded = embed_reusing(
+            self.database,
+            self.embedder,
+            [embedding_text(title, p.heading_path, p.text) for p in pieces],
         )
         stage.name = "stored"
         for attempt in (1, 2):
@@ -299,13 +343,15 @@ class Ingestor:
                     document, status = self.write_document(
                         session,
                         source=source,
-                        title=loaded.title,
+                        title=title,
                         media_type=loaded.media_type,
                         content_hash=digest,
                         size_bytes=len(data),
                         pieces=pieces,
-                        vectors=vectors,
+                        vectors=embedded.vectors,
                         access=access,
+                        hashes=embedded.hashes,
+                        origin=origin,
                     )
                 break
             except IntegrityError:
@@ -320,6 +366,7 @@ class Ingestor:
             document_id=document.id,
             title=document.title,
             access_before=changed,
+            embedded=embedded.embedded,
         )
 
     def write_document(
@@ -334,13 +381,19 @@ class Ingestor:
         pieces: list[ChunkPiece],
         vectors: npt.NDArray[np.float32],
         access: AccessList,
+        hashes: list[str] | None = None,
+        origin: Origin | None = None,
     ) -> tuple[Document, Literal["added", "updated"]]:
         """Insert or replace one document with its chunks and vectors.
 
-        Runs inside ``session``'s transaction; the caller commits.
+        Runs inside ``session``'s transaction; the caller commits, so a search sees the old
+        chunks or the new ones, never neither and never both.
 
         Args:
             pieces: the chunks, in order; ``vectors`` has shape ``(len(pieces), dimension)``.
+            hashes: each chunk's :func:`~search2o.knowledge.reuse.text_hash`, stored so a later
+                write can reuse its vector; ``None``: not stored.
+            origin: the synced document's source, key, version and address.
 
         Raises:
             IndexMismatchError: stored vectors come from another embedding model.
@@ -361,8 +414,10 @@ class Ingestor:
         document.size_bytes = size_bytes
         document.chunk_count = len(pieces)
         document.updated_at = utcnow()
+        if origin is not None:
+            _tag(document, origin)
         session.flush()
-        self._set_access(session, document, access)
+        self.set_access(session, document, access)
         rows = [
             Chunk(
                 document_id=document.id,
@@ -371,8 +426,9 @@ class Ingestor:
                 heading_path=list(p.heading_path),
                 text=p.text,
                 token_count=p.token_count,
+                text_hash=hashes[i] if hashes is not None else None,
             )
-            for p in pieces
+            for i, p in enumerate(pieces)
         ]
         session.add_all(rows)
         session.flush()
@@ -385,7 +441,8 @@ class Ingestor:
         return document, status
 
     @staticmethod
-    def _set_access(session: Session, document: Document, access: AccessList) -> None:
+    def set_access(session: Session, document: Document, access: AccessList) -> None:
+        """Replace ``document``'s access list inside ``session``'s transaction."""
         session.execute(delete(DocumentAccess).where(DocumentAccess.document_id == document.id))
         session.add_all(
             DocumentAccess(document_id=document.id, principal=entry)
@@ -394,3 +451,11 @@ class Ingestor:
         document.is_public = access.is_public
         session.flush()
         session.expire(document, ["access"])
+
+
+def _tag(document: Document, origin: Origin) -> None:
+    """Record ``origin`` on ``document`` (its source, key, version, address)."""
+    document.source_id = origin.source_id
+    document.source_key = origin.key
+    document.version = origin.version
+    document.url = origin.url or None

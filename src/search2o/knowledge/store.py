@@ -17,7 +17,7 @@ from search2o.knowledge import documents as documents_module
 from search2o.knowledge import search as search_module
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.documents import DocumentInfo
-from search2o.knowledge.ingest import Ingestor, IngestOutcome, IngestSummary
+from search2o.knowledge.ingest import Ingestor, IngestOutcome, IngestSummary, Origin
 from search2o.knowledge.search import SearchResult
 from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.vectorspace import embedding_text
@@ -59,10 +59,15 @@ class KnowledgeStore:
         return self.ingestor.ingest_paths(paths, access, on_file, on_total)
 
     def ingest_bytes(
-        self, source: str, filename: str, data: bytes, access: AccessList
+        self,
+        source: str,
+        filename: str,
+        data: bytes,
+        access: AccessList,
+        origin: Origin | None = None,
     ) -> IngestOutcome:
-        """Ingest one uploaded file; see :meth:`Ingestor.ingest_bytes`."""
-        return self.ingestor.ingest_bytes(source, filename, data, access)
+        """Ingest one uploaded or synced file; see :meth:`Ingestor.ingest_bytes`."""
+        return self.ingestor.ingest_bytes(source, filename, data, access, origin)
 
     def search(self, principal: Principal, query: str, k: int = 5) -> SearchResult:
         """Hybrid search under ``principal``'s rights; see :func:`search.search`."""
@@ -91,6 +96,35 @@ class KnowledgeStore:
         """Delete a document (admins only); see :func:`documents.delete_document`."""
         with self.database.session() as session:
             return documents_module.delete_document(session, principal, document_id)
+
+    def set_access(self, source: str, access: AccessList) -> bool:
+        """Replace the access list of the document ``source``; its chunks stay as they are.
+
+        Returns:
+            False when there is no such document.
+
+        """
+        with self.database.session() as session:
+            document = session.scalar(select(Document).where(Document.source == source))
+            if document is None:
+                return False
+            self.ingestor.set_access(session, document, access)
+            bump_counter(session, KNOWLEDGE_COUNTER)
+            return True
+
+    def delete_documents(self, ids: list[int]) -> int:
+        """Delete the documents ``ids`` with their chunks and vectors, in one transaction.
+
+        Returns:
+            How many existed and were deleted.
+
+        """
+        if not ids:
+            return 0
+        with self.database.session() as session:
+            result = session.execute(delete(Document).where(Document.id.in_(ids)))
+            bump_counter(session, KNOWLEDGE_COUNTER)
+            return int(getattr(result, "rowcount", 0) or 0)
 
     def reindex(
         self,

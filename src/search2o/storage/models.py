@@ -187,8 +187,19 @@ class Document(Base):
 
     __tablename__ = "documents"
 
+    __table_args__ = (Index("ix_documents_source_key", "source_id", "source_key", unique=True),)
+
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     source: Mapped[str] = mapped_column(String(2000), unique=True)
+    # The configured source it came from (null: ingested by hand), its key and cheap version
+    # there, and the address that opens it (search2o.storage.source_models, migration 0019).
+    source_id: Mapped[int | None] = mapped_column(
+        ForeignKey("sources.id", ondelete="SET NULL", name="fk_documents_source_id"),
+        nullable=True,
+    )
+    source_key: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    version: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
     title: Mapped[str] = mapped_column(String(500))
     media_type: Mapped[str] = mapped_column(String(100))
     content_hash: Mapped[str] = mapped_column(String(64))
@@ -202,6 +213,44 @@ class Document(Base):
         cascade="all, delete-orphan", passive_deletes=True, lazy="selectin"
     )
     chunks: Mapped[list[Chunk]] = relationship(cascade="all, delete-orphan", passive_deletes=True)
+
+
+class Source(Base):
+    """A configured connector: where documents come from, and the state of keeping them in sync.
+
+    ``settings`` holds the connector's settings (never a secret); ``credentials`` is a JSON
+    object sealed with a data key of its own, wrapped by the KEK (``credentials_kek_id``,
+    ``credentials_kek_version``, ``credentials_key``). ``status`` is ``idle``, ``running``,
+    ``blocked`` (a sync stopped before a mass delete) or ``stopped`` (credentials rejected).
+    ``lease_holder``/``lease_until`` name the one sync running now (``host:pid:nonce``).
+    """
+
+    __tablename__ = "sources"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    credentials: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    credentials_kek_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    credentials_kek_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    credentials_key: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    schedule_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(20), default="idle")
+    cursor: Mapped[str | None] = mapped_column(Text, nullable=True)
+    checkpoint: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    last_counts: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    last_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    auth_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    lease_holder: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    next_sync_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class DocumentAccess(Base):
@@ -228,6 +277,8 @@ class Chunk(Base):
     heading_path: Mapped[list[str]] = mapped_column(JSON, default=list)
     text: Mapped[str] = mapped_column(Text)
     token_count: Mapped[int] = mapped_column(Integer)
+    # SHA-256 of the text its vector was made from (search2o.knowledge.reuse); null before 0019.
+    text_hash: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
 
 
 class ChunkEmbedding(Base):

@@ -1,0 +1,1 @@
+"""The ``folder`` connector (:mod:`.connector`), registered by :mod:`.extension`."""
