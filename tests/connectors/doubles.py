@@ -27,7 +27,9 @@ from search2o.connectors.contract import (
     Fetched,
     Listed,
     ListingEnd,
+    RetryLaterError,
     SourceError,
+    TransientSourceError,
 )
 from search2o.connectors.folder.connector import FolderConnector
 
@@ -40,6 +42,8 @@ class Faults:
     truncate_listing: bool = False
     reject_credentials: bool = False
     kill_at: int | None = None
+    retry_after: float | None = None  # answer 429 with this Retry-After, once
+    flaky_fetches: int = 0  # this many fetches answer 503 before one succeeds
     fetches: int = 0
     requests: int = 0
 
@@ -155,6 +159,7 @@ class FakeDocument:
     version: int
     text: str
     groups: tuple[str, ...] = ()
+    unmapped: bool = False
 
 
 @dataclass
@@ -175,6 +180,9 @@ class FakeSpace(_Faulty):
         self.faults.requests += 1
         if self.faults.reject_credentials or token != self.token:
             raise CredentialsRejectedError("401 Unauthorized: bad token")
+        if self.faults.retry_after is not None:
+            wait, self.faults.retry_after = self.faults.retry_after, None
+            raise RetryLaterError(wait, f"429 Too Many Requests, Retry-After: {wait:g}")
 
     def listed(self, key: str) -> Listed:
         document = self.documents[key]
@@ -185,6 +193,8 @@ SPACES: dict[str, FakeSpace] = {}
 
 
 def _rule(document: FakeDocument) -> AccessRule:
+    if document.unmapped:
+        return AccessRule(unmapped=True)
     return AccessRule(groups=document.groups) if document.groups else AccessRule(everyone=True)
 
 
@@ -228,6 +238,9 @@ class FakeConnector(Connector):
             space.faults.requests -= 1  # fetched() counts the request again
             space.faults.fetches -= 1
             space.faults.fetched()
+        if space.faults.flaky_fetches:
+            space.faults.flaky_fetches -= 1
+            raise TransientSourceError("503 Service Unavailable")
         document = space.documents.get(key)
         if document is None:
             raise SourceError(f"404: {key} is gone")

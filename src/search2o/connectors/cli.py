@@ -347,6 +347,7 @@ def _print_source(info: SourceInfo) -> None:
                 f"{shown.listed} / {shown.fetched} / {shown.embedded}",
             )
         )
+        rows.append(("time", f"{shown.seconds:.1f} s, {shown.documents_per_s:.1f} documents/s"))
         rows.extend(("failed", reason) for reason in shown.failures)
     width = max(len(label) for label, _ in rows)
     for label, value in rows:

@@ -65,7 +65,11 @@ _MAX_FAILURES_KEPT = 20
 
 @dataclass
 class SyncCounts:
-    """What one sync did; ``embedded`` counts chunks that went through the model."""
+    """What one sync did; ``embedded`` counts chunks that went through the model.
+
+    ``seconds`` is the sync's running time (across a resume), so ``documents_per_s`` is its
+    rate.
+    """
 
     listed: int = 0
     fetched: int = 0
@@ -75,6 +79,7 @@ class SyncCounts:
     unchanged: int = 0
     failed: int = 0
     embedded: int = 0
+    seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
 
     def line(self) -> str:
@@ -90,9 +95,14 @@ class SyncCounts:
         if len(self.failures) < _MAX_FAILURES_KEPT:
             self.failures.append(f"{key}: {reason}"[:400])
 
+    @property
+    def documents_per_s(self) -> float:
+        """Documents fetched per second of the sync so far."""
+        return self.fetched / self.seconds if self.seconds > 0 else 0.0
+
     def to_json(self) -> dict[str, Any]:
-        """Return the counts as a JSON object."""
-        return asdict(self)
+        """Return the counts as a JSON object, with ``documents_per_s``."""
+        return {**asdict(self), "documents_per_s": round(self.documents_per_s, 2)}
 
     @classmethod
     def of(cls, data: dict[str, Any] | None) -> SyncCounts:
@@ -237,6 +247,8 @@ class _Run:
         checkpoint = row.checkpoint or {}
         self.resumed = bool(checkpoint)
         self.counts = SyncCounts.of(checkpoint.get("counts")) if self.resumed else SyncCounts()
+        self.ran_before = self.counts.seconds
+        self.clock_start = time.perf_counter()
         began = checkpoint.get("started_at") if self.resumed else None
         self.started_at = datetime.fromisoformat(began) if began else utcnow()
         self.polite = Polite(
@@ -476,8 +488,12 @@ class _Run:
             if key is not None
         }
 
+    def _snapshot(self) -> dict[str, Any]:
+        self.counts.seconds = round(self.ran_before + time.perf_counter() - self.clock_start, 3)
+        return self.counts.to_json()
+
     def _checkpoint(self) -> dict[str, Any]:
-        return {"started_at": self.started_at.isoformat(), "counts": self.counts.to_json()}
+        return {"started_at": self.started_at.isoformat(), "counts": self._snapshot()}
 
     def _save(self) -> None:
         self.engine.sources.renew(
@@ -485,7 +501,7 @@ class _Run:
             self.holder,
             self.settings.lease_s,
             checkpoint=self._checkpoint(),
-            progress=self.counts.to_json(),
+            progress=self._snapshot(),
         )
 
     def _finish(
@@ -502,8 +518,8 @@ class _Run:
         values: dict[str, Any] = {
             "status": status,
             "checkpoint": self._checkpoint() if keep_checkpoint else None,
-            "progress": self.counts.to_json(),
-            "last_counts": self.counts.to_json(),
+            "progress": self._snapshot(),
+            "last_counts": self._snapshot(),
         }
         if cursor is not None:
             values["cursor"] = cursor
@@ -545,7 +561,7 @@ class _Run:
                 status="idle",
                 last_error=f"the sync stopped: {type(exc).__name__}: {exc}"[:2000],
                 last_error_at=utcnow(),
-                progress=self.counts.to_json(),
+                progress=self._snapshot(),
             )
         except Exception:  # the database itself is gone: the lease runs out instead
             log.exception("source.release_failed", extra={"fields": {"source": self.row.name}})
