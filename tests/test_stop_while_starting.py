@@ -99,29 +99,24 @@ def _run_until_stopped(
     return subprocess.CompletedProcess(child.args, child.returncode, out, "")
 
 
-@pytest.mark.parametrize(("point", "signum"), SERVE_POINTS, ids=[p for p, _ in SERVE_POINTS])
-def test_serve_stops_on_a_signal_at_any_point_of_its_start(
-    tmp_path: Path, point: str, signum: int
+CASES = [("serve", point, signum) for point, signum in SERVE_POINTS] + [
+    ("worker", point, signum) for point, signum in WORKER_POINTS
+]
+LAST_LINE = {"serve": "search2o stopped", "worker": "worker stopped"}
+
+
+@pytest.mark.parametrize(
+    ("command", "point", "signum"), CASES, ids=[f"{c}-{p}" for c, p, _ in CASES]
+)
+def test_serve_and_worker_stop_on_a_signal_at_any_point_of_their_start(
+    tmp_path: Path, command: str, point: str, signum: int
 ) -> None:
-    done = _run_until_stopped(tmp_path, point, signum, "serve", "--port", str(free_port()))
+    args = ("serve", "--port", str(free_port())) if command == "serve" else ("worker",)
+    done = _run_until_stopped(tmp_path, point, signum, *args)
     assert f"sending signal {int(signum)} at {point}" in done.stdout, done.stdout
     if point.endswith(BEFORE_HANDLERS):
         assert done.returncode in DEFAULT_CODES, done.stdout
     else:
         assert done.returncode == 0, done.stdout
-        assert done.stdout.rstrip().endswith("search2o stopped"), done.stdout
-    assert "Traceback" not in done.stdout, done.stdout
-
-
-@pytest.mark.parametrize(("point", "signum"), WORKER_POINTS, ids=[p for p, _ in WORKER_POINTS])
-def test_worker_stops_on_a_signal_at_any_point_of_its_start(
-    tmp_path: Path, point: str, signum: int
-) -> None:
-    done = _run_until_stopped(tmp_path, point, signum, "worker")
-    assert f"sending signal {int(signum)} at {point}" in done.stdout, done.stdout
-    if point.endswith(BEFORE_HANDLERS):
-        assert done.returncode in DEFAULT_CODES, done.stdout
-    else:
-        assert done.returncode == 0, done.stdout
-        assert done.stdout.rstrip().endswith("worker stopped"), done.stdout
+        assert done.stdout.rstrip().endswith(LAST_LINE[command]), done.stdout
     assert "Traceback" not in done.stdout, done.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,15 @@ def test_an_edit_and_a_deletion_sync_incrementally_and_a_lost_folder_deletes_not
     assert "source wiki (folder) added" in out(added)
     first = cli.ok("sources", "sync", "wiki")
     assert out(first).strip().endswith("4 added, 0 updated, 0 deleted, 0 unchanged, 0 failed")
+
+    touched = (wiki / "page1.md").stat().st_mtime_ns + 5_000_000_000
+    os.utime(wiki / "page1.md", ns=(touched, touched))  # a new version, the same bytes
+    same = cli.ok("sources", "sync", "wiki")
+    assert out(same).strip().endswith("0 added, 0 updated, 0 deleted, 4 unchanged, 0 failed")
+    assert _source(cli)["last_counts"]["fetched"] == 1  # read once, stopped by the hash
+    assert _source(cli)["last_counts"]["embedded"] == 0
+    cli.ok("sources", "sync", "wiki")
+    assert _source(cli)["last_counts"]["fetched"] == 0  # its new version was stored
 
     (wiki / "page2.md").write_text(_page(2, "\n\nBicycles go to the basement garage, level -2."))
     (wiki / "page4.md").unlink()

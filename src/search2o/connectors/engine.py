@@ -211,7 +211,11 @@ class SyncEngine:
         holder = holder or lease_holder()
         started = time.perf_counter()
         row = self.sources.claim(name, holder, self.settings.lease_s)
-        run = _Run(self, row, holder, on_progress or (lambda phase, counts, total: None))
+        try:
+            run = _Run(self, row, holder, on_progress or (lambda phase, counts, total: None))
+        except BaseException:
+            self.sources.release(row.id, holder, status="idle")
+            raise
         try:
             report = run.execute(full=full, allow_mass_delete=allow_mass_delete)
         except BaseException as exc:  # a bug, the database, Ctrl-C: keep the checkpoint
