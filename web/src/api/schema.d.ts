@@ -811,6 +811,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Sources
+         * @description List every source with its documents, status, last success and last error.
+         */
+        get: operations["list_sources_v1_sources_get"];
+        put?: never;
+        /**
+         * Create Source
+         * @description Add a source (409 if the name is taken; 422 names a bad setting).
+         */
+        post: operations["create_source_v1_sources_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sources/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Source
+         * @description One source, with the running (or last) sync's progress.
+         */
+        get: operations["get_source_v1_sources__name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Source
+         * @description Remove a source, with its documents unless ``keep_documents`` (409 while it syncs).
+         */
+        delete: operations["delete_source_v1_sources__name__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Source
+         * @description Change settings (merged), secrets or schedule; access changes apply at the next sync.
+         */
+        patch: operations["update_source_v1_sources__name__patch"];
+        trace?: never;
+    };
+    "/v1/sources/{name}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start Sync
+         * @description Queue a sync of the source (one runs at a time; its progress is the source's).
+         */
+        post: operations["start_sync_v1_sources__name__sync_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/surfaces/identities": {
         parameters: {
             query?: never;
@@ -2264,6 +2336,143 @@ export interface components {
             signed_in: boolean;
         };
         /**
+         * SourceCreate
+         * @description A new source: its name, connector kind, settings, secrets and schedule.
+         */
+        SourceCreate: {
+            /**
+             * Credentials
+             * @description the connector's secrets; sealed, never returned
+             */
+            credentials?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * Kind
+             * @description an installed connector, e.g. folder
+             */
+            kind: string;
+            /**
+             * Name
+             * @description unique, e.g. handbook
+             */
+            name: string;
+            /**
+             * Schedule S
+             * @description sync every N seconds; null: manual
+             */
+            schedule_s?: number | null;
+            /**
+             * Settings
+             * @description the connector's settings (docs/connectors.md)
+             */
+            settings?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * SourceListPublic
+         * @description Every source, by name.
+         */
+        SourceListPublic: {
+            /** Sources */
+            sources: components["schemas"]["SourcePublic"][];
+        };
+        /**
+         * SourcePatch
+         * @description A change: settings merged into the stored ones, new secrets, a new schedule.
+         */
+        SourcePatch: {
+            /** Credentials */
+            credentials?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * Manual
+             * @description true: sync only on demand
+             * @default false
+             */
+            manual: boolean;
+            /** Schedule S */
+            schedule_s?: number | null;
+            /** Settings */
+            settings?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /**
+         * SourcePublic
+         * @description A source as an admin sees it (never its secrets).
+         */
+        SourcePublic: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Credentials
+             * @enum {string}
+             */
+            credentials: "set" | "not set";
+            /**
+             * Documents
+             * @description documents it brought in
+             */
+            documents: number;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /**
+             * Last Counts
+             * @description the last sync's counts
+             */
+            last_counts: {
+                [key: string]: unknown;
+            } | null;
+            /** Last Error */
+            last_error: string | null;
+            /** Last Error At */
+            last_error_at: string | null;
+            /** Last Started At */
+            last_started_at: string | null;
+            /** Last Success */
+            last_success: string | null;
+            /** Name */
+            name: string;
+            /** Next Sync At */
+            next_sync_at: string | null;
+            /**
+             * Progress
+             * @description the running (or last) sync's counts
+             */
+            progress: {
+                [key: string]: unknown;
+            } | null;
+            /** Schedule S */
+            schedule_s: number | null;
+            /** Settings */
+            settings: {
+                [key: string]: unknown;
+            };
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "idle" | "running" | "blocked" | "stopped" | "interrupted";
+            /**
+             * Unmapped
+             * @description of them, readable by nobody: access not mapped
+             */
+            unmapped: number;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /**
          * StepEvent
          * @description An agent run reached a command (progress).
          */
@@ -2272,6 +2481,32 @@ export interface components {
             command: string;
             /** Function */
             function: string;
+        };
+        /**
+         * SyncRequest
+         * @description How to sync: a full listing, and whether a mass deletion is accepted.
+         */
+        SyncRequest: {
+            /**
+             * Allow Mass Delete
+             * @default false
+             */
+            allow_mass_delete: boolean;
+            /**
+             * Full
+             * @default false
+             */
+            full: boolean;
+        };
+        /**
+         * SyncStarted
+         * @description A sync queued as a job: follow it with ``GET /v1/jobs/{job}`` or the source's progress.
+         */
+        SyncStarted: {
+            /** Job */
+            job: string;
+            /** Source */
+            source: string;
         };
         /**
          * ThreadPublic
@@ -4934,6 +5169,403 @@ export interface operations {
             };
             /** @description reserved for admins */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_sources_v1_sources_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceListPublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_source_v1_sources_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourceCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourcePublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_source_v1_sources__name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the source's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourcePublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_source_v1_sources__name__delete: {
+        parameters: {
+            query?: {
+                /** @description keep its documents, untagged (default: delete them) */
+                keep_documents?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description the source's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_source_v1_sources__name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the source's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourcePatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourcePublic"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database or the key service is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_sync_v1_sources__name__sync_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the source's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SyncRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncStarted"];
+                };
+            };
+            /** @description no token, or an unknown or revoked one (token mode); `WWW-Authenticate: Bearer` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, or another user's (both answer the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the body is larger than its bound (api.* settings) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description bad input: names the field and the rule; nothing was changed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
