@@ -448,17 +448,22 @@ def test_demo_ingests_a_folder_and_holds_a_conversation(tmp_path: Path) -> None:
     cli = Cli(data_dir, None)
     result = cli.ok("demo", str(folder), "-q", "where can I leave my bicycle?", "-q", "thanks!")
     text_out = out(result)
-    assert f"data directory: {data_dir}" in text_out
+    own = data_dir / "demo"
+    assert f"data directory: {own} (the demo's own" in text_out
     assert "1 files: 1 added" in text_out
     assert "search_knowledge: where can I leave my bicycle?" in text_out
     assert "Bicycles are parked in the basement garage next to the lockers. [1]" in text_out
     assert "[1] Parking — " in text_out and "parking.md" in text_out
     assert "You're welcome!" in text_out
     assert text_out.count("search_knowledge:") == 1  # thanks did not search
-    assert (data_dir / "search2o.db").is_file()
-    assert text_out.rstrip().endswith("open the Web App at http://localhost:8000/")
-    listed = out(cli.ok("chat", input="/list\n"))  # the demo's conversation is kept
+    assert (own / "search2o.db").is_file()
+    assert f"search2o --data-dir {own} chat" in text_out
+    assert "open the Web App at http://localhost:8000/" in text_out
+    listed = out(cli.ok("--data-dir", str(own), "chat", input="/list\n"))  # kept in its own
     assert "where can I leave my bicycle?" in listed
+    # The user's own knowledge base holds none of the demo's documents or conversations.
+    assert json.loads(cli.ok("documents", "list", "--json").stdout) == []
+    assert "where can I leave my bicycle?" not in out(cli.ok("chat", input="/list\n"))
     missing = error_line(cli("demo", str(tmp_path / "nowhere")), 2)
     assert missing.startswith("error: path: ")
 

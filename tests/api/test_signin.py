@@ -262,9 +262,17 @@ def test_local_mode_refuses_a_request_from_another_origin(runtime: Runtime) -> N
 
 def test_login_link_command_prints_a_link_and_refuses_an_unknown_email(cli: Cli) -> None:
     cli.ok("users", "add", "ann@example.com")
-    lines = out(cli.ok("users", "login-link", "Ann@Example.com", "--minutes", "5")).splitlines()
+    guessed = cli.ok("users", "login-link", "Ann@Example.com", "--minutes", "5")
+    lines = out(guessed).splitlines()
     assert lines[0].startswith("sign-in link of ann@example.com, valid once until ")
     assert lines[-1].startswith("http://localhost:8000/signin/link#")  # the app's page
+    # Where the server runs is not this command's to know: it says the address is a guess.
+    assert "set mcp.public_url" in guessed.stderr and "http://localhost:8000" in guessed.stderr
+    cli.env["SEARCH2O_MCP__PUBLIC_URL"] = "https://search.example.com"
+    told = cli.ok("users", "login-link", "ann@example.com")
+    assert out(told).splitlines()[-1].startswith("https://search.example.com/signin/link#")
+    assert "public_url" not in told.stderr
+    del cli.env["SEARCH2O_MCP__PUBLIC_URL"]
     result = cli("users", "login-link", "nobody@example.com")
     assert "no user nobody@example.com" in error_line(result, 2)
 

@@ -12,15 +12,17 @@ from search2o import accounts
 from search2o.cli.common import (
     confirm,
     console,
+    err_console,
     handle_errors,
     open_runtime,
     print_json,
     print_plain,
 )
+from search2o.config import server_url
 from search2o.errors import InputError, NotFoundError
 from search2o.signin import LINK_PATH, MAX_LINK_MINUTES, issue_login_link
 from search2o.surfaces.identity import issue_link_code
-from search2o.surfaces.mcp.settings import public_url
+from search2o.surfaces.mcp.settings import mcp_settings, public_url
 from search2o.user_admin import UserChange, remove_user, update_user
 from search2o.wire.names import DEFAULT_CODE_MINUTES, MAX_CODE_MINUTES
 
@@ -216,6 +218,14 @@ def users_login_link(
         highlight=False,
     )
     print_plain(f"{public_url(chosen)}{LINK_PATH}{issued.value}")
+    if mcp_settings(chosen).public_url is None:
+        # This command does not know where the server runs: say the address is a guess.
+        err_console.print(
+            f"note: built on {server_url(chosen)} (serve's host and port as configured here); "
+            "set mcp.public_url (SEARCH2O_MCP__PUBLIC_URL) to the address your users open",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 @tokens_app.command("issue")

@@ -192,7 +192,9 @@ def settings(**extra: Any) -> Settings:
     operator's input, like any other bad input).
     """
     try:
-        loaded = load_settings(**_OVERRIDES, **{k: v for k, v in extra.items() if v is not None})
+        loaded = load_settings(
+            **{**_OVERRIDES, **{k: v for k, v in extra.items() if v is not None}}
+        )
     except ConfigError as exc:
         _print_error(exc.message)
         raise typer.Exit(2) from None

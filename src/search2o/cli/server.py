@@ -46,6 +46,9 @@ __all__ = ["db_app", "demo", "serve"]
 
 db_app = typer.Typer(help="Database schema: migrate and inspect.", no_args_is_help=True)
 
+DEMO_FOLDER = "demo"
+"""The demo's own data folder, inside the configured data folder."""
+
 # One conversation over this repository's docs/: a question, an elliptical follow-up, thanks
 # (answered without searching) and a question the docs cannot answer ("not found").
 DEMO_TURNS = (
@@ -305,11 +308,21 @@ def demo(
         typer.Option("--question", "-q", help="A turn of the demo conversation (repeatable)."),
     ] = None,
 ) -> None:
-    """Ingest a folder on the embedded defaults and hold a short conversation about it."""
+    """Ingest a folder on the embedded defaults and hold a short conversation about it.
+
+    The demo keeps to a data folder of its own (``demo/`` in the data folder, SQLite), so its
+    documents never mix with the knowledge base you ingest into; it says where it left them.
+    """
     if not path.exists():
         raise InputError("path", f"{path} does not exist; run from the repository or pass a folder")
-    with open_runtime() as runtime:
-        console.print(f"data directory: {runtime.settings.data_dir}", highlight=False)
+    own = settings().data_dir / DEMO_FOLDER
+    chosen = settings(data_dir=own, database_url=f"sqlite:///{own / 'search2o.db'}")
+    with Runtime(chosen) as runtime:
+        console.print(
+            f"data directory: {own} (the demo's own: your knowledge base is not touched)",
+            soft_wrap=True,
+            highlight=False,
+        )
         run_ingest(runtime, [path], AccessList())
         principal = runtime.local_principal()
         conversation: str | None = None
@@ -320,8 +333,10 @@ def demo(
             )
             conversation = last.get("conversation_id", conversation)
         console.print(
-            "\nContinue this conversation with `search2o chat`, or run `search2o serve` and "
-            f"open the Web App at {server_url(runtime.settings)}/",
+            f"\nContinue this conversation with `search2o --data-dir {own} chat`, or run "
+            f"`search2o --data-dir {own} serve` and open the Web App at "
+            f"{server_url(runtime.settings)}/ (`search2o ingest PATH` and `search2o serve` "
+            "use your own data folder)",
             soft_wrap=True,
             highlight=False,
         )

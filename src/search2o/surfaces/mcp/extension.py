@@ -40,7 +40,10 @@ def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[N
     try:
         require_extra("mcp", "the MCP server", "mcp", "joserfc")
     except ConfigError as exc:
-        log.warning("MCP endpoint off: %s", exc.message)
+        # A warning only when someone asked for MCP; by default (the README's install has no
+        # mcp extra) the endpoint is simply off, said once at info level.
+        asked = "enabled" in mcp_settings(runtime.settings).model_fields_set
+        (log.warning if asked else log.info)("MCP endpoint off: %s", exc.message)
         return None
     from search2o.surfaces.mcp.http import McpEndpoint
 
