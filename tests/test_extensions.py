@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from search2o.config import CoreSettings, Settings, assemble
 from search2o.errors import ConfigError
-from search2o.extensions import Extension, discover, load_extensions
+from search2o.extensions import Extension, OpenRoute, discover, load_extensions
 
 BUILT_INS = {"mattermost", "mcp", "slack", "telegram"}
 
@@ -93,7 +93,7 @@ THIRD_PARTY = '''
 """A customer's extension, installed as its own distribution."""
 from pydantic import BaseModel, ConfigDict
 import typer
-from search2o.extensions import Extension
+from search2o.extensions import Extension, OpenRoute
 from search2o.settings_base import section_of
 
 class AcmeSettings(BaseModel):
@@ -109,8 +109,25 @@ def _add_commands(cli):
         from search2o.cli.common import settings
         print(section_of(settings(), "acme", AcmeSettings).greeting)
 
-EXTENSION = Extension("acme", settings=AcmeSettings,
-                      add_kinds=_add_kinds, add_commands=_add_commands)
+def verify_hook(request) -> bool:
+    return request.headers.get("x-acme-signature") == "signed"
+
+def _add_routes(app, runtime):
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def hello(request):
+        return JSONResponse({"secret": "acme data"})
+
+    async def hook(request):
+        return Response(status_code=204 if verify_hook(request) else 401)
+
+    app.router.routes.extend([Route("/acme/hello", hello), Route("/acme/hook", hook,
+                                                                   methods=["POST"])])
+
+EXTENSION = Extension("acme", settings=AcmeSettings, add_kinds=_add_kinds,
+                      add_commands=_add_commands, add_routes=_add_routes,
+                      open_routes=(OpenRoute("/acme/hook", verifier="acme_ext:verify_hook"),))
 '''
 
 
@@ -186,3 +203,49 @@ def test_a_section_that_is_not_installed_is_named() -> None:
     assert section_of(Settings(), "slack", type(Settings().slack)) is not None  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="settings section 'acme' is not a AcmeSettings: the"):
         section_of(Settings(), "acme", AcmeSettings)
+
+
+def test_a_third_party_route_needs_a_caller_unless_declared_a_signed_webhook(
+    third_party: dict[str, str],
+) -> None:
+    # In token mode, as /v1/me: the extension's own route answers no one without a token; its
+    # declared webhook reaches its handler, which verifies the request itself.
+    code = (
+        "from fastapi.testclient import TestClient\n"
+        "from search2o.api.app import create_app\n"
+        "from search2o.config import load_settings\n"
+        "with TestClient(create_app(load_settings())) as client:\n"
+        "    print(client.get('/acme/hello').status_code, client.get('/v1/me').status_code,\n"
+        "          client.post('/acme/hook', headers={'x-acme-signature': 'signed'}).status_code,\n"
+        "          client.post('/acme/hook').status_code)\n"
+    )
+    ran = _run(code, {**third_party, "SEARCH2O_AUTH_MODE": "token"})
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["401", "401", "204", "401"]
+
+
+@pytest.mark.parametrize(
+    ("route", "problem"),
+    [
+        (OpenRoute("/hook"), "needs its verifier"),
+        (OpenRoute("/hook", verifier="not a reference"), "must be 'module:function'"),
+        (OpenRoute("/v1/hook", verifier="acme:verify"), "outside /v1/"),
+        (OpenRoute("/hook", verifier="acme:verify", public="and public"), "needs its verifier"),
+    ],
+)
+def test_an_open_route_without_its_verifier_is_refused(route: OpenRoute, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load_extensions({"acme": Extension("acme", open_routes=(route,))})
+
+
+def test_a_verifier_that_does_not_import_stops_the_app(third_party: dict[str, str]) -> None:
+    broken = THIRD_PARTY.replace('verifier="acme_ext:verify_hook"', 'verifier="acme_ext:gone"')
+    (Path(third_party["PYTHONPATH"]) / "acme_ext.py").write_text(textwrap.dedent(broken))
+    ran = _run(
+        "from search2o.api.app import create_app\n"
+        "from search2o.config import load_settings\n"
+        "create_app(load_settings())",
+        third_party,
+    )
+    assert ran.returncode != 0
+    assert "extension 'acme', route '/acme/hook': its verifier 'acme_ext:gone'" in ran.stderr

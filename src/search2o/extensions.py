@@ -10,7 +10,11 @@ that contributes any of:
   :class:`~search2o.jobs.registry.JobRegistry` that ``search2o serve`` and ``search2o worker``
   build (:func:`search2o.jobs.kinds.build_registry`);
 * **routes**: ``add_routes(app, runtime)`` mounts its endpoints on the FastAPI app
-  (:func:`search2o.api.app.create_app`) and may return a context that runs while it serves;
+  (:func:`search2o.api.app.create_app`) and may return a context that runs while it serves.
+  Every route an extension adds needs the API's authentication (a bearer token or a session,
+  as ``/v1/me``), wherever its path lies, unless the extension lists it in ``open_routes``: a
+  signed webhook with the function that verifies its requests, or a route that serves public
+  information only (:class:`OpenRoute`);
 * **CLI commands**: ``add_commands(cli)`` adds a Typer group to ``search2o``;
 * **connectors**: classes implementing :class:`search2o.connectors.contract.Connector`, each a
   kind of source (``folder``) that ``search2o sources add`` and ``/v1/sources`` offer.
@@ -41,12 +45,35 @@ from pydantic import BaseModel
 from search2o.errors import ConfigError
 from search2o.plugins import load_all
 
-__all__ = ["GROUP", "Extension", "discover", "load_extensions"]
+__all__ = ["GROUP", "Extension", "OpenRoute", "discover", "load_extensions"]
 
 GROUP = "search2o.extensions"
 """The entry point group every extension is registered in."""
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+@dataclass(frozen=True)
+class OpenRoute:
+    """A route of an extension that answers without an API caller.
+
+    Exactly one of:
+
+    * ``verifier``: a signed webhook (Slack's events, Telegram's updates): the
+      ``"module:function"`` (or ``"module:Class.method"``) that authenticates each of its
+      requests, checked to import and be callable when the app is built;
+    * ``public``: why the route may answer anyone (an RFC 9728 metadata document).
+
+    Attributes:
+        path: the route's path as the extension registers it (``/slack/events``), outside
+            ``/v1/``.
+
+    """
+
+    path: str
+    verifier: str = ""
+    public: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,6 +90,8 @@ class Extension:
             what it returns is entered while the app serves (a transport's task group) and
             exited on shutdown.
         add_commands: ``(cli: typer.Typer) -> None``.
+        open_routes: its routes that need no API caller (:class:`OpenRoute`); every other
+            route it adds is authenticated like ``/v1/me``.
         connectors: connector classes (:mod:`search2o.connectors.contract`), each with a
             unique ``kind``, or their ``"module:Class"`` paths (imported when first used, so
             the extension module stays light).
@@ -77,6 +106,7 @@ class Extension:
     add_kinds: Callable[[Any, Any], None] | None = None
     add_routes: Callable[[Any, Any], AbstractAsyncContextManager[Any] | None] | None = None
     add_commands: Callable[[Any], None] | None = None
+    open_routes: tuple[OpenRoute, ...] = ()
     connectors: tuple[Any, ...] = ()
 
 
@@ -108,8 +138,33 @@ def load_extensions(found: dict[str, Any]) -> tuple[Extension, ...]:
                 f"{where}: its settings must refuse unknown keys "
                 "(model_config = ConfigDict(extra='forbid'))"
             )
+        for route in obj.open_routes:
+            _check_open_route(route, where)
         extensions.append(obj)
     return tuple(extensions)
+
+
+def _check_open_route(route: object, where: str) -> None:
+    """Refuse an open route without its verifier (or its reason to be public).
+
+    Raises:
+        ConfigError: names the extension and the route.
+
+    """
+    if not isinstance(route, OpenRoute):
+        raise ConfigError(f"{where}: open_routes holds a {type(route).__name__}, not an OpenRoute")
+    if not route.path.startswith("/") or route.path.startswith("/v1/"):
+        raise ConfigError(f"{where}: open route {route.path!r} must be a path outside /v1/")
+    if bool(route.verifier) == bool(route.public.strip()):
+        raise ConfigError(
+            f"{where}: open route {route.path!r} needs its verifier ('module:function' that "
+            "authenticates each request) or, for public information only, a reason (public=...)"
+        )
+    if route.verifier and not _REFERENCE.match(route.verifier):
+        raise ConfigError(
+            f"{where}: the verifier of {route.path!r} must be 'module:function', "
+            f"not {route.verifier!r}"
+        )
 
 
 @functools.cache

@@ -23,11 +23,11 @@ from fastapi.routing import APIRoute
 from starlette.routing import compile_path
 from starlette.types import Scope
 
-from search2o import extensions
 from search2o.api.docs_pages import install_docs_pages
 from search2o.api.errors import install_error_handlers
+from search2o.api.extension_routes import add_extension_routes
 from search2o.api.headers import SecurityHeaders
-from search2o.api.ingress import BodyBound, Ingress
+from search2o.api.ingress import BodyBound, Ingress, path_needs_caller
 from search2o.api.openapi import install_openapi
 from search2o.api.readiness import ProbeThread
 from search2o.api.routers import (
@@ -168,13 +168,9 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     for router in routers:
         app.include_router(router)
     # Every extension's routes (surfaces, connectors: docs/architecture.md); what each returns
-    # runs while the app serves.
-    serving = [
-        context
-        for extension in extensions.discover()
-        if extension.add_routes is not None
-        and (context := extension.add_routes(app, rt)) is not None
-    ]
+    # runs while the app serves; the routes it did not declare open need a caller.
+    added = add_extension_routes(app, rt)
+    serving = added.serving
     # Swagger UI and ReDoc from the installed package, not a CDN: the API pages work offline.
     install_docs_pages(app)
     install_openapi(app, settings)
@@ -194,6 +190,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             ),
         ],
         default=BodyBound("api.max_body_bytes", limits.max_body_bytes),
+        needs_caller=lambda path: path_needs_caller(path) or added.needs_caller(path),
     )
     app.add_middleware(SecurityHeaders)
 

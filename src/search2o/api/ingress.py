@@ -36,7 +36,7 @@ from search2o.api.errors import BODY_SETTING_KEY, error_response
 from search2o.errors import InputError, PayloadTooLargeError, PermissionDeniedError, Search2oError
 from search2o.runtime import Runtime
 
-__all__ = ["OPEN_PATHS", "SIGNIN_PREFIX", "BodyBound", "Ingress"]
+__all__ = ["OPEN_PATHS", "SIGNIN_PREFIX", "BodyBound", "Ingress", "path_needs_caller"]
 
 OPEN_PATHS = frozenset({"/v1/health", "/v1/health/ready"})
 """Paths under ``/v1/`` that answer without a caller (probes)."""
@@ -79,7 +79,7 @@ class Ingress:
         runtime: the process's runtime (its database authenticates tokens).
         bounds: the specific bounds, tried in order.
         default: the bound of every request no specific one applies to.
-        needs_caller: which paths need an authenticated caller (default: :func:`needs_caller`).
+        needs_caller: which paths need an authenticated caller (default: :func:`path_needs_caller`).
 
     """
 
@@ -94,7 +94,7 @@ class Ingress:
         self.app = app
         self.runtime = runtime
         self.bounds = [*bounds, default]
-        self.needs_caller = needs_caller or _needs_caller
+        self.needs_caller = needs_caller or path_needs_caller
         self._limiters = {b.limit: RequestBodyLimitMiddleware(app, b.limit) for b in self.bounds}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -139,6 +139,10 @@ class Ingress:
         await self._limiters[bound.limit](scope, receive, send)
 
 
-def _needs_caller(path: str) -> bool:
-    """``/v1/`` paths need a caller, except the probes and the sign-in routes."""
+def path_needs_caller(path: str) -> bool:
+    """Tell whether ``path`` needs a caller: ``/v1/`` paths, except the probes and sign-in.
+
+    The app adds the routes of extensions not declared open
+    (:mod:`search2o.api.extension_routes`).
+    """
     return path.startswith("/v1/") and path not in OPEN_PATHS and not path.startswith(SIGNIN_PREFIX)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from search2o.extensions import Extension
+from search2o.extensions import Extension, OpenRoute
 from search2o.surfaces.mattermost.settings import MattermostSettings, mattermost_settings
 
 if TYPE_CHECKING:
@@ -71,5 +71,15 @@ EXTENSION = Extension(
     add_kinds=_add_kinds,
     add_routes=_add_routes,
     add_commands=_add_commands,
+    # The slash command carries mattermost.command_token; a button, its signed context.
+    open_routes=(
+        OpenRoute(
+            "/mattermost/command",
+            verifier="search2o.surfaces.mattermost.ingress:MattermostIngress.command",
+        ),
+        OpenRoute(
+            "/mattermost/actions", verifier="search2o.surfaces.mattermost.buttons:verify_context"
+        ),
+    ),
 )
 """The Mattermost surface's :class:`~search2o.extensions.Extension`."""

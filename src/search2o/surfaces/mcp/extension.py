@@ -12,7 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from search2o.errors import ConfigError
-from search2o.extensions import Extension
+from search2o.extensions import Extension, OpenRoute
 from search2o.plugins import require_extra
 from search2o.surfaces.mcp.settings import McpSettings, mcp_settings
 
@@ -65,5 +65,18 @@ EXTENSION = Extension(
     settings=McpSettings,
     add_routes=_add_routes,
     add_commands=_add_commands,
+    # /mcp checks its own bearer tokens (ours, or the identity provider's JWTs); the metadata
+    # documents are public by design (RFC 9728, section 3).
+    open_routes=(
+        OpenRoute("/mcp", verifier="search2o.surfaces.mcp.auth:CallerBackend.authenticate"),
+        OpenRoute(
+            "/.well-known/oauth-protected-resource/mcp",
+            public="RFC 9728 protected resource metadata: public by design",
+        ),
+        OpenRoute(
+            "/.well-known/oauth-protected-resource",
+            public="RFC 9728 protected resource metadata: public by design",
+        ),
+    ),
 )
 """The MCP server's :class:`~search2o.extensions.Extension`."""

@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from search2o.errors import ConfigError
-from search2o.extensions import Extension
+from search2o.extensions import Extension, OpenRoute
 from search2o.plugins import require_extra
 from search2o.surfaces.slack.settings import SlackSettings, slack_settings
 
@@ -114,5 +114,10 @@ EXTENSION = Extension(
     add_kinds=_add_kinds,
     add_routes=_add_routes,
     add_commands=_add_commands,
+    # Slack signs each request (v0 HMAC-SHA256 with the signing secret); no API caller.
+    open_routes=(
+        OpenRoute("/slack/events", verifier="search2o.signing:verify_slack"),
+        OpenRoute("/slack/interactions", verifier="search2o.signing:verify_slack"),
+    ),
 )
 """The Slack surface's :class:`~search2o.extensions.Extension`."""

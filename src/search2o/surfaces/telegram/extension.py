@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from search2o.extensions import Extension
+from search2o.extensions import Extension, OpenRoute
 from search2o.surfaces.telegram.settings import TelegramSettings, telegram_settings
 
 if TYPE_CHECKING:
@@ -74,5 +74,12 @@ EXTENSION = Extension(
     add_kinds=_add_kinds,
     add_routes=_add_routes,
     add_commands=_add_commands,
+    # Telegram sends telegram.secret_token in a header, compared in constant time there.
+    open_routes=(
+        OpenRoute(
+            "/telegram/webhook",
+            verifier="search2o.surfaces.telegram.ingress:TelegramWebhook.endpoint",
+        ),
+    ),
 )
 """The Telegram surface's :class:`~search2o.extensions.Extension`."""
