@@ -80,3 +80,22 @@ def test_waiting_gives_the_outcomes_and_bad_waits_are_refused(
         refused = api.post(f"/v1/documents?wait={bad}", files=[md("x.md", LUNCH)], headers=admin)
         assert refused.status_code == 422 and refused.json()["detail"]["field"] == "wait"
     assert parts(token_runtime) == 2  # nothing was stored for the refused ones
+
+
+def test_a_wait_that_runs_out_answers_the_job_as_it_is_now(
+    token_runtime: Runtime, api: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admin = add_user(token_runtime, "ann@example.com", admin=True)
+    ingestor = token_runtime.knowledge.ingestor
+    slow = ingestor.ingest_bytes
+
+    def slowly(*args: object, **kwargs: object) -> object:
+        time.sleep(3)  # the job runs past the wait
+        return slow(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingestor, "ingest_bytes", slowly)
+    accepted = api.post("/v1/documents?wait=1", files=[md("lunch.md", LUNCH)], headers=admin)
+    assert accepted.status_code == 202, accepted.text
+    job = accepted.json()["job"]
+    assert job["state"] == "running" and job["attempts"] == 1 and job["started_at"] is not None
+    assert follow(api, accepted.headers["location"], admin)["state"] == "done"

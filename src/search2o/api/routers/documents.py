@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import asdict
 from pathlib import PureWindowsPath
 from typing import Annotated, Any
@@ -126,8 +125,10 @@ def upload_documents(
         owner=user.user_id,
     )
     if wait > 0:
-        with contextlib.suppress(TimeoutError):
+        try:
             job = runtime.jobs.wait(job.id, wait)
+        except TimeoutError:
+            job = runtime.jobs.get(job.id)  # as it is now (running, attempts), not as queued
         if job.state == "done":
             response.status_code = status.HTTP_201_CREATED
             outcomes = (job.result or {}).get("outcomes", [])
