@@ -182,3 +182,32 @@ def test_keys_of_another_provider_refuse_the_start(
         assert "restore it from backup" in failed
     assert not (settings.data_dir / "keyring.json").exists()  # none was created
     assert env_keys.json("status")["versions"]  # the right provider still works
+
+
+def test_a_sources_sealed_credentials_are_rewrapped_and_open_after_the_retirement(
+    settings: Settings, tmp_path: Any
+) -> None:
+    from search2o.connectors.wiring import sources_of
+    from tests.connectors.doubles import FakeConnector
+
+    keys = Keys(settings)
+    keys.seed(1)
+    with Runtime(settings) as runtime:
+        sources = sources_of(runtime, {"fake": FakeConnector})
+        sources.add("wiki", "fake", {"space": "s"}, {"token": "t0p-s3cret"})
+        sources.add("open", "fake", {"space": "s"})  # no credentials: no data key
+    status = keys.json("status")
+    key_id = status["key_id"]
+    assert [v["data_keys"] for v in status["versions"]] == [2]  # the conversation, the source
+    rotated = keys("rotate").stdout
+    assert "re-wrapped 2 data keys to version 2" in rotated
+    assert "retired version 1" in keys("retire", "1").stdout
+    assert keys.in_use() == {(key_id, 2): 2}
+    with Runtime(settings) as runtime:
+        sources = sources_of(runtime, {"fake": FakeConnector})
+        from search2o.storage.models import Source
+
+        with runtime.database.session() as session:
+            row = session.query(Source).filter_by(name="wiki").one()
+            assert sources.open_credentials(row) == {"token": "t0p-s3cret"}
+            assert session.query(Source).filter_by(name="open").one().kek_id is None

@@ -338,11 +338,9 @@ class Sources:
             IntegrityCheckError: the sealed record or its key was altered.
 
         """
-        if row.credentials is None or row.credentials_key is None:
+        if row.credentials is None or row.wrapped is None:
             return None
-        wrapped = WrappedKey(
-            str(row.credentials_kek_id), int(row.credentials_kek_version or 0), row.credentials_key
-        )
+        wrapped = WrappedKey(str(row.kek_id), int(row.kek_version or 0), row.wrapped)
         data_key = self.keys.unwrap(wrapped)
         aad = associated_data(_CREDENTIALS, "source", row.name)
         opened = open_json(data_key, row.credentials, aad, f"credentials of source {row.name!r}")
@@ -427,17 +425,17 @@ class Sources:
 
     def _seal(self, row: Source, secrets: dict[str, str] | None) -> None:
         if not secrets:
-            row.credentials = row.credentials_key = None
-            row.credentials_kek_id = row.credentials_kek_version = None
+            row.credentials = row.wrapped = None
+            row.kek_id = row.kek_version = None
             return
         data_key = new_data_key()
         wrapped = self.keys.wrap(data_key)
         row.credentials = seal_json(
             data_key, secrets, associated_data(_CREDENTIALS, "source", row.name)
         )
-        row.credentials_kek_id = wrapped.key_id
-        row.credentials_kek_version = wrapped.version
-        row.credentials_key = wrapped.blob
+        row.kek_id = wrapped.key_id
+        row.kek_version = wrapped.version
+        row.wrapped = wrapped.blob
 
     @staticmethod
     def _row(session: Session, name: str, lock: bool = False) -> Source:

@@ -35,11 +35,13 @@ from search2o.errors import NotFoundError
 from search2o.storage import dialect
 from search2o.storage.db import Database
 from search2o.storage.memory_models import UserKey
-from search2o.storage.models import ConversationKey, utcnow
+from search2o.storage.models import ConversationKey, Source, utcnow
 
 __all__ = ["RewrapReport", "Sealer", "Vault"]
 
 _REWRAP_BATCH = 500
+_KEY_TABLES = (ConversationKey, UserKey, Source)
+"""Every table whose rows hold a data key wrapped by the KEK (``kek_id``, ``kek_version``)."""
 
 
 @dataclass(frozen=True)
@@ -232,27 +234,27 @@ class Vault:
         ).one()
 
     def versions_in_use(self) -> dict[tuple[str, int], int]:
-        """How many data keys (of conversations and users) each ``(kek_id, kek_version)`` wraps.
+        """How many data keys (conversations', users', sources') each KEK version wraps.
 
         A key table the database does not have yet (not migrated so far) holds none.
         """
         tally: Tally[tuple[str, int]] = Tally()
         with self._db.session() as session:
             inspector = inspect(session.connection())
-            for model in (ConversationKey, UserKey):
+            for model in _KEY_TABLES:
                 if not inspector.has_table(model.__tablename__):
                     continue
                 rows = session.execute(
-                    select(model.kek_id, model.kek_version, func.count()).group_by(
-                        model.kek_id, model.kek_version
-                    )
+                    select(model.kek_id, model.kek_version, func.count())
+                    .where(model.kek_id.is_not(None))  # a source without credentials
+                    .group_by(model.kek_id, model.kek_version)
                 )
                 for kek_id, version, count in rows:
-                    tally[(kek_id, version)] += int(count)
+                    tally[(str(kek_id), int(version or 0))] += int(count)
         return dict(tally)
 
     def rewrap_all(self) -> RewrapReport:
-        """Re-wrap every data key (conversations', then users') not under the current KEK version.
+        """Re-wrap every data key (conversations', users', sources') not under the current version.
 
         Content is never decrypted: each data key is unwrapped with its old version and wrapped
         with the current one, in batches of 500 per transaction (a crash leaves every key
@@ -264,13 +266,17 @@ class Vault:
         """
         current = next(v.version for v in self.provider.versions() if v.current)
         rewrapped = unchanged = 0
-        for model, key in ((ConversationKey, "conversation_id"), (UserKey, "user_id")):
+        for model, key in (
+            (ConversationKey, "conversation_id"),
+            (UserKey, "user_id"),
+            (Source, "id"),
+        ):
             done, same = self._rewrap_table(model, key, current)
             rewrapped, unchanged = rewrapped + done, unchanged + same
         return RewrapReport(current, rewrapped, unchanged)
 
     def _rewrap_table(
-        self, model: type[ConversationKey] | type[UserKey], key: str, current: int
+        self, model: type[ConversationKey] | type[UserKey] | type[Source], key: str, current: int
     ) -> tuple[int, int]:
         """Re-wrap the rows of one key table in batches; return (re-wrapped, unchanged)."""
         column = getattr(model, key)
@@ -278,7 +284,12 @@ class Vault:
         after: Any = None
         while True:
             with self._db.session() as session:
-                query = select(model).order_by(column).limit(_REWRAP_BATCH)
+                query = (
+                    select(model)
+                    .where(model.kek_id.is_not(None))  # a source without credentials
+                    .order_by(column)
+                    .limit(_REWRAP_BATCH)
+                )
                 if after is not None:
                     query = query.where(column > after)
                 rows: list[Any] = list(session.scalars(query))
@@ -287,7 +298,7 @@ class Vault:
                         unchanged += 1
                         continue
                     data_key = self.provider.unwrap(
-                        WrappedKey(row.kek_id, row.kek_version, bytes(row.wrapped))
+                        WrappedKey(row.kek_id, int(row.kek_version), bytes(row.wrapped))
                     )
                     wrapped = self.provider.wrap(data_key)
                     row.kek_id, row.kek_version, row.wrapped = (

@@ -219,9 +219,10 @@ class Source(Base):
     """A configured connector: where documents come from, and the state of keeping them in sync.
 
     ``settings`` holds the connector's settings (never a secret); ``credentials`` is a JSON
-    object sealed with a data key of its own, wrapped by the KEK (``credentials_kek_id``,
-    ``credentials_kek_version``, ``credentials_key``). ``status`` is ``idle``, ``running``,
-    ``blocked`` (a sync stopped before a mass delete) or ``stopped`` (credentials rejected).
+    object sealed with a data key of its own, wrapped by the KEK (``kek_id``, ``kek_version``,
+    ``wrapped``, as in the other key tables, so ``search2o keys rotate`` re-wraps it).
+    ``status`` is ``idle``, ``running``, ``blocked`` (a sync stopped before a mass delete) or
+    ``stopped`` (credentials rejected).
     ``lease_holder``/``lease_until`` name the one sync running now (``host:pid:nonce``).
     """
 
@@ -232,9 +233,9 @@ class Source(Base):
     kind: Mapped[str] = mapped_column(String(32))
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)
     credentials: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
-    credentials_kek_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    credentials_kek_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    credentials_key: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    kek_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    kek_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    wrapped: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     schedule_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(20), default="idle")
     cursor: Mapped[str | None] = mapped_column(Text, nullable=True)
