@@ -3,8 +3,9 @@
 :func:`add_extension_routes` calls every extension's ``add_routes`` and notes the routes each
 one added. A route the extension did not list in its ``open_routes`` needs an API caller, as
 ``/v1/me`` does, whatever its path: :class:`~search2o.api.ingress.Ingress` asks
-:meth:`ExtensionRoutes.needs_caller`. An open route's verifier is imported and checked to be
-callable here, so an extension cannot declare a webhook open without the code that verifies it.
+:meth:`ExtensionRoutes.needs_caller`. The verifier of each open route an extension adds is
+imported and checked to be callable here, so an extension cannot serve a webhook open without
+the code that verifies it (a route it does not add, e.g. a surface that is off, is not checked).
 """
 
 from __future__ import annotations
@@ -53,18 +54,20 @@ def add_extension_routes(app: FastAPI, runtime: Any) -> ExtensionRoutes:
     for extension in extensions.discover():
         if extension.add_routes is None:
             continue
-        opened = {declared.path for declared in extension.open_routes}
-        for declared in extension.open_routes:
-            if declared.verifier:
-                where = f"extension {extension.name!r}, route {declared.path!r}"
-                _verifier(declared.verifier, where)
+        opened = {declared.path: declared for declared in extension.open_routes}
         before = {id(route) for route in app.router.routes}
         context = extension.add_routes(app, runtime)
         if context is not None:
             found.serving.append(context)
         for route in app.router.routes:
-            if id(route) not in before and getattr(route, "path", None) not in opened:
+            if id(route) in before:
+                continue
+            declared = opened.get(getattr(route, "path", ""))
+            if declared is None:
                 found.private.append(route)
+            elif declared.verifier:  # served open: its verifier must be there
+                where = f"extension {extension.name!r}, route {declared.path!r}"
+                _verifier(declared.verifier, where)
     return found
 
 

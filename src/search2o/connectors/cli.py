@@ -24,8 +24,8 @@ from rich.table import Table
 
 from search2o.cli.common import console, err_console, handle_errors, open_runtime, print_json
 from search2o.connectors.contract import Connector
-from search2o.connectors.engine import SyncCounts, SyncReport
 from search2o.connectors.registry import connector_kinds
+from search2o.connectors.report import SyncCounts, SyncReport
 from search2o.connectors.sources import SourceInfo, parse_schedule
 from search2o.connectors.wiring import sources_of, sync_engine
 from search2o.errors import InputError

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from sqlalchemy import select
 
 from search2o.connectors.contract import Connector
-from search2o.connectors.engine import SyncReport
+from search2o.connectors.report import SyncReport
 from search2o.connectors.settings import connectors_settings
 from search2o.connectors.wiring import sources_of, sync_engine
 from search2o.errors import InputError

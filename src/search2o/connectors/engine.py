@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -47,6 +47,7 @@ from search2o.connectors.contract import (
     RetryLaterError,
 )
 from search2o.connectors.politeness import Polite
+from search2o.connectors.report import Progress, SyncCounts, SyncReport
 from search2o.connectors.settings import ConnectorsSettings
 from search2o.connectors.sources import Sources, lease_holder
 from search2o.errors import ConflictError, Search2oError
@@ -54,95 +55,12 @@ from search2o.knowledge.ingest import Origin
 from search2o.knowledge.store import KnowledgeStore
 from search2o.storage.models import Document, DocumentAccess, Source, utcnow
 
-__all__ = ["SyncCounts", "SyncEngine", "SyncReport"]
+__all__ = ["SyncEngine"]
 
 log = logging.getLogger("search2o.connectors")
 
 MAX_KEY_CHARS = 1000
 MAX_VERSION_CHARS = 500
-_MAX_FAILURES_KEPT = 20
-
-
-@dataclass
-class SyncCounts:
-    """What one sync did; ``embedded`` counts chunks that went through the model.
-
-    ``seconds`` is the sync's running time (across a resume), so ``documents_per_s`` is its
-    rate.
-    """
-
-    listed: int = 0
-    fetched: int = 0
-    added: int = 0
-    updated: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    failed: int = 0
-    embedded: int = 0
-    seconds: float = 0.0
-    failures: list[str] = field(default_factory=list)
-
-    def line(self) -> str:
-        """Return the summary line ``N added, N updated, N deleted, N unchanged, N failed``."""
-        return (
-            f"{self.added} added, {self.updated} updated, {self.deleted} deleted, "
-            f"{self.unchanged} unchanged, {self.failed} failed"
-        )
-
-    def fail(self, key: str, reason: str) -> None:
-        """Count one failed document and keep its reason (the first few)."""
-        self.failed += 1
-        if len(self.failures) < _MAX_FAILURES_KEPT:
-            self.failures.append(f"{key}: {reason}"[:400])
-
-    @property
-    def documents_per_s(self) -> float:
-        """Documents fetched per second of the sync so far."""
-        return self.fetched / self.seconds if self.seconds > 0 else 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the counts as a JSON object, with ``documents_per_s``."""
-        return {**asdict(self), "documents_per_s": round(self.documents_per_s, 2)}
-
-    @classmethod
-    def of(cls, data: dict[str, Any] | None) -> SyncCounts:
-        """Rebuild counts from :meth:`to_json` (a checkpoint); unknown keys are ignored."""
-        known = {k: v for k, v in (data or {}).items() if k in cls.__dataclass_fields__}
-        return cls(**known)
-
-
-@dataclass(frozen=True)
-class SyncReport:
-    """The outcome of one sync.
-
-    Attributes:
-        source: its name.
-        counts: what it did.
-        complete: its listing (or changes feed) reached the end, so missing keys were pruned.
-        error: why it did not succeed fully (incomplete listing, mass delete stop, rejected
-            credentials, a wait), or ``None``.
-        status: the source's status after it: ``idle``, ``blocked`` or ``stopped``.
-        seconds: wall time of this run.
-        resumed: it continued a sync that had died.
-
-    """
-
-    source: str
-    counts: SyncCounts
-    complete: bool
-    error: str | None
-    status: str
-    seconds: float
-    resumed: bool = False
-
-    @property
-    def documents_per_s(self) -> float:
-        """Documents fetched and written per second."""
-        return self.counts.fetched / self.seconds if self.seconds > 0 else 0.0
-
-
-Progress = Callable[[str, SyncCounts, int | None], None]
-"""``(phase, counts, total)``: called as a sync lists, fetches and prunes (CLI progress)."""
 
 
 @dataclass
