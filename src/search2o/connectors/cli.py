@@ -111,12 +111,8 @@ def _add_command(kind: str, cls: type[Connector]) -> Any:
         credentials: dict[str, str] = {}
         for secret in cls.credential_fields:
             variable = values.pop(f"{secret}_env")
-            if variable is None:
-                continue
-            value = os.environ.get(variable)
-            if not value:
-                raise InputError(f"--{secret}-env", f"environment variable {variable} is not set")
-            credentials[secret] = value
+            if variable is not None:
+                credentials[secret] = _from_env(variable, f"--{secret}-env")
         settings = {k: v for k, v in values.items() if v is not None}
         if kind == "folder" and "path" in settings:  # a relative path means from here
             settings["path"] = str(Path(settings["path"]).expanduser().resolve())
@@ -234,10 +230,7 @@ def sources_update(
         credentials = {}
         for item in secret_env:
             secret, variable = _pair(item, "--secret-env")
-            value = os.environ.get(str(variable))
-            if not value:
-                raise InputError("--secret-env", f"environment variable {variable} is not set")
-            credentials[secret] = value
+            credentials[secret] = _from_env(str(variable), "--secret-env")
     with open_runtime() as runtime:
         info = sources_of(runtime).update(
             name,
@@ -295,6 +288,19 @@ def _run_sync(engine: Any, name: str, full: bool, allow_mass_delete: bool) -> Sy
                 name, full=full, allow_mass_delete=allow_mass_delete, on_progress=on_progress
             ),
         )
+
+
+def _from_env(variable: str, field: str) -> str:
+    """Return the secret held by the environment variable ``variable``.
+
+    Raises:
+        InputError: it is not set or empty (field ``field``).
+
+    """
+    value = os.environ.get(variable)
+    if not value:
+        raise InputError(field, f"environment variable {variable} is not set")
+    return value
 
 
 def _pair(item: str, field: str, json_value: bool = False) -> tuple[str, Any]:

@@ -299,8 +299,10 @@ class _Run:
             known = stored.get(key)
             if known is None or known.version != item.version:
                 fetch.append(key)
-            elif item.access is not None and map_access(item.access)[0].entries() != known.access:
-                access, _ = map_access(item.access)
+            elif (
+                item.access is not None
+                and (access := map_access(item.access)[0]).entries() != known.access
+            ):
                 self.engine.knowledge.set_access(self._source(key), access)
                 self.counts.updated += 1
             elif known.updated_at < self.started_at:
