@@ -6,6 +6,8 @@ lifespan that runs the consumer, as ``search2o serve`` will.
 from __future__ import annotations
 
 import hashlib
+import os
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -79,7 +81,7 @@ def _upload_app(runtime: Runtime) -> FastAPI:
         return {
             "status": outcome.status,
             "document_id": outcome.document_id,
-            "reason": outcome.reason,  # why, when skipped (a rare flake on PostgreSQL)
+            "reason": outcome.reason,  # why, when skipped
         }
 
     queue = open_job_queue(runtime, registry)
@@ -98,7 +100,12 @@ def _upload_app(runtime: Runtime) -> FastAPI:
     def upload(user: CurrentUser, file: UploadFile) -> dict[str, str]:
         data = file.file.read()
         digest = hashlib.sha256(data).hexdigest()
-        (spool / digest).write_bytes(data)
+        # Written aside, then renamed into place: a second upload of the same bytes must not
+        # truncate the file under a job that is reading it (that job would ingest an empty
+        # file and report it skipped).
+        partial = spool / f"{digest}.{uuid.uuid4().hex}.partial"
+        partial.write_bytes(data)
+        os.replace(partial, spool / digest)
         job = queue.enqueue(
             "documents.ingest",
             {"spooled": digest, "source": f"upload:{file.filename}", "filename": file.filename},
