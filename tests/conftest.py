@@ -255,3 +255,26 @@ def same_runtime(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> I
         yield rt
     finally:
         rt.close()
+
+
+_MAIN_CONFIG: list[pytest.Config] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the configuration of the run's main process (not of an xdist worker)."""
+    if not hasattr(config, "workerinput"):
+        _MAIN_CONFIG.append(config)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Name a failure the moment it happens, not only in the summary at the end.
+
+    A run stopped by its time bound (``.ci/run``) never prints the summary, so without this
+    line its failures would be lost. Under xdist the main process reports its workers' tests.
+    """
+    if not (report.failed and _MAIN_CONFIG):
+        return
+    reporter = _MAIN_CONFIG[0].pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(f"FAILED NOW {report.nodeid} ({report.when})")
