@@ -33,6 +33,7 @@ from search2o.storage import dialect
 from search2o.storage.models import ApiToken, User, utcnow
 from search2o.terminal import has_controls
 from search2o.textrules import check_text
+from search2o.wire.fields import EMAIL_PATTERN, GROUP_PATTERN
 from search2o.wire.names import check_surface
 
 __all__ = [
@@ -61,10 +62,11 @@ __all__ = [
 ]
 
 TOKEN_PREFIX = "s2o_"
-# Name and domain without spaces, C0/C1 controls or DEL: an email is printed in tables.
-_EMAIL = re.compile(r"^[^@\s\x00-\x1f\x7f-\x9f]+@[^@\s\x00-\x1f\x7f-\x9f]+$")
+# Name and domain without spaces, C0/C1 controls or DEL: an email is printed in tables. The
+# patterns are the API document's own, read the same by Python's ``re`` and ECMA-262.
+_EMAIL = re.compile(EMAIL_PATTERN)
 LOCAL_MODE_TOKEN_NAME = "serve"
-_GROUP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_GROUP = re.compile(GROUP_PATTERN)
 Plan = Literal["free", "paid"]
 PLANS: tuple[str, ...] = get_args(Plan)
 """The plans a user may have (retention follows the plan, ``retention.days``)."""
@@ -146,16 +148,20 @@ class TokenInfo:
 
 
 def normalize_email(email: str, field: str = "email") -> str:
-    """Return ``email`` trimmed and lower-cased.
+    """Return ``email`` trimmed and lower-cased, at most 320 characters.
+
+    Lower-casing is per character and keeps a character whose lower case is longer (only
+    U+0130, "İ", whose lower case is two), so the result is as long as the trimmed input and
+    every value of :data:`search2o.wire.fields.EMAIL_PATTERN` within 320 is accepted.
 
     Raises:
-        InputError: it does not look like ``name@domain``.
+        InputError: it does not look like ``name@domain``, or is longer than 320 characters.
 
     """
-    value = email.strip().lower()
-    if not _EMAIL.match(value) or len(value) > 320:
+    value = email.strip()
+    if not _EMAIL.fullmatch(value) or len(value) > 320:
         raise InputError(field, f"{email!r} is not an email address (expected name@domain)")
-    return value
+    return "".join(low if len(low := c.lower()) == 1 else c for c in value)
 
 
 def normalize_groups(groups: list[str] | tuple[str, ...], field: str = "group") -> list[str]:
@@ -169,7 +175,7 @@ def normalize_groups(groups: list[str] | tuple[str, ...], field: str = "group") 
     out: list[str] = []
     for group in groups:
         name = group.strip()
-        if not _GROUP.match(name):
+        if not _GROUP.fullmatch(name):
             raise InputError(
                 field, f"{group!r} is not a group name (letters, digits, '.', '_', '-'; max 100)"
             )

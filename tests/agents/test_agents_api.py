@@ -94,10 +94,13 @@ def test_bad_definitions_are_422_and_change_nothing(
     for path in BROKEN_PATHS:
         assert path in detail["message"]
 
-    mismatch = assert_input_error(
-        token_api.put("/v1/agents/flights", json=TRAVEL, headers=admin), 422, "name"
-    )
-    assert "'travel'" in mismatch["reason"] and "'flights'" in mismatch["reason"]
+    # A body named otherwise than its path is a conflict with the target (RFC 9110, 9.3.4).
+    mismatch = token_api.put("/v1/agents/flights", json=TRAVEL, headers=admin)
+    assert mismatch.status_code == 409, mismatch.text
+    conflict = mismatch.json()["detail"]
+    assert conflict["error"] == "ConflictError"
+    assert "'travel'" in conflict["message"] and "'flights'" in conflict["message"]
+    assert token_api.get("/v1/agents/flights", headers=admin).status_code == 404
 
     malformed = token_api.put(
         "/v1/agents/travel",

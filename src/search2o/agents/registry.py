@@ -28,7 +28,7 @@ from sqlalchemy import delete, select
 
 from search2o.accounts import Principal
 from search2o.agents.definition import AgentDefinition, parse_definition
-from search2o.errors import InputError, NotFoundError, PermissionDeniedError
+from search2o.errors import ConflictError, NotFoundError, PermissionDeniedError
 from search2o.memory.store import MemoryStore
 from search2o.storage import dialect
 from search2o.storage.agent_models import Agent
@@ -107,8 +107,9 @@ class AgentRegistry:
         Raises:
             PermissionDeniedError: ``admin`` is not an admin.
             DefinitionError: the definition breaks rules; every problem with its JSON path.
-            InputError: field ``name``: ``name`` differs from the definition's name; field
-                ``format``: ``fmt`` is not ``json``, ``yaml`` or ``None``.
+            ConflictError: ``name`` differs from the definition's name (the API answers 409,
+                RFC 9110 section 9.3.4).
+            InputError: field ``format``: ``fmt`` is not ``json``, ``yaml`` or ``None``.
 
         Nothing is stored when an error is raised.
         """
@@ -116,10 +117,11 @@ class AgentRegistry:
             raise PermissionDeniedError("only admins define agents")
         definition = self.parse(data, fmt=fmt)
         if name is not None and name != definition.name:
-            raise InputError(
-                "name",
-                f"the definition is named {definition.name!r} but was sent as {name!r}; "
-                "the two must be equal (store it under its own name, or rename it)",
+            # RFC 9110, section 9.3.4: a PUT whose representation is inconsistent with the
+            # target resource is answered 409 (Conflict).
+            raise ConflictError(
+                f"name: the definition is named {definition.name!r} but was sent as {name!r}; "
+                "the two must be equal (store it under its own name, or rename it)"
             )
         document = json.dumps(definition.source, ensure_ascii=False, sort_keys=False)
         now = utcnow()

@@ -11,7 +11,10 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from search2o.accounts import Plan
+from search2o.api.params import GroupName
 from search2o.wire.chat import ConversationPublic
+from search2o.wire.fields import EMAIL_PATTERN, at_least_one
+from search2o.wire.names import json_rule
 
 __all__ = [
     "ConversationPagePublic",
@@ -70,8 +73,12 @@ class UserCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    email: StrictStr = Field(max_length=320, description="name@domain; the user's identity")
-    groups: list[StrictStr] = Field(default_factory=list, max_length=100)
+    email: StrictStr = Field(
+        max_length=320,
+        description="name@domain; the user's identity",
+        json_schema_extra=json_rule(EMAIL_PATTERN, 320),
+    )
+    groups: list[GroupName] = Field(default_factory=list, max_length=100)
     is_admin: StrictBool = False
     plan: Plan = "free"
 
@@ -82,9 +89,14 @@ class UserPatch(BaseModel):
     ``groups`` replaces the user's groups. Demoting the last admin is refused (409).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=at_least_one(
+            {"groups": "array", "is_admin": "boolean", "plan": "string"}
+        ),
+    )
 
-    groups: list[StrictStr] | None = Field(default=None, max_length=100)
+    groups: list[GroupName] | None = Field(default=None, max_length=100)
     is_admin: StrictBool | None = None
     plan: Plan | None = None
 

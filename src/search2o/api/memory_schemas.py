@@ -6,7 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from search2o.wire.fields import text_field
+from search2o.wire.fields import NAME_PATTERN, text_field
+from search2o.wire.names import json_rule
 
 __all__ = [
     "MemoryHitPublic",
@@ -29,10 +30,16 @@ class MemorySearchRequest(BaseModel):
         "free text; not empty, at most memory.max_query_chars; never stored or logged"
     )
     agent: StrictStr | None = Field(
-        default=None, max_length=100, description="only this agent's memories"
+        default=None,
+        max_length=100,
+        description="only this agent's memories",
+        json_schema_extra=json_rule(NAME_PATTERN, 100),
     )
     label: StrictStr | None = Field(
-        default=None, max_length=64, description="only memories with this label"
+        default=None,
+        max_length=64,
+        description="only memories with this label",
+        json_schema_extra=json_rule(NAME_PATTERN, 64),
     )
     limit: StrictInt = Field(default=10, ge=1, description="most matches, 1..memory.max_limit")
 

@@ -9,8 +9,11 @@ appears twice.
 Order: pinned first, then most recently used, then id (descending in all three), the same
 order as :meth:`~search2o.query.conversations.Conversations.list_conversations` except that ties
 on the use time fall by id descending, so the key is a total order. The cursor is the last
-row's ``(pinned, last_used_at, id)`` as base64url JSON (RFC 4648, section 5): opaque to
-clients, checked strictly when it comes back.
+row's ``(pinned, last_used_at, id)`` as ``P-MICROS-ID`` (:data:`CURSOR_PATTERN`: ``0``/``1``,
+microseconds since the Unix epoch, the 32 hex digits of the id): opaque to clients, and a
+position in the order, not a secret, so every string of that pattern is a cursor (the rows
+after that position that the caller may see; another user's id gains nothing), and the
+pattern is what the OpenAPI document declares.
 
 Titles are sealed per conversation (:mod:`search2o.crypto.vault`), so no SQL can search them:
 :func:`page` with a ``query`` opens titles in key order and keeps those that contain the query
@@ -21,12 +24,10 @@ stalls the server.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
+import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session
@@ -39,7 +40,15 @@ from search2o.query.settings import RetentionSettings
 from search2o.storage.db import Database
 from search2o.storage.models import Conversation
 
-__all__ = ["MAX_PAGE", "MAX_QUERY_CHARS", "SCAN_LIMIT", "ConversationPage", "PageItem", "page"]
+__all__ = [
+    "CURSOR_PATTERN",
+    "MAX_PAGE",
+    "MAX_QUERY_CHARS",
+    "SCAN_LIMIT",
+    "ConversationPage",
+    "PageItem",
+    "page",
+]
 
 MAX_PAGE = 200
 """The most conversations one page holds."""
@@ -47,7 +56,12 @@ MAX_QUERY_CHARS = 200
 """The longest title search accepted, in characters (a title holds at most 200)."""
 SCAN_LIMIT = 2000
 """The most rows one title search reads before it answers with a cursor to go on from."""
-_MAX_CURSOR_CHARS = 200
+CURSOR_PATTERN = r"^[01]-[0-9]{1,16}-[0-9a-f]{32}$"
+"""Every cursor: pinned (``0``/``1``), microseconds since 1970-01-01 UTC (16 digits reach the
+year 2286), the conversation id. The API declares it as the ``cursor`` parameter's pattern."""
+_CURSOR = re.compile(CURSOR_PATTERN.removesuffix("$") + r"\Z")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -67,30 +81,24 @@ class ConversationPage:
 
 
 def encode_cursor(row: Conversation) -> str:
-    """Return the cursor after ``row`` (base64url of ``[pinned, last_used_at ISO, id]``)."""
-    raw = json.dumps([row.pinned, row.last_used_at.isoformat(), row.id], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    """Return the cursor after ``row``: ``P-MICROS-ID`` (:data:`CURSOR_PATTERN`)."""
+    used = row.last_used_at
+    if used.tzinfo is None:  # SQLite gives back the UTC time it was given, without a zone
+        used = used.replace(tzinfo=UTC)
+    return f"{int(row.pinned)}-{(used - _EPOCH) // _MICROSECOND}-{row.id}"
 
 
 def decode_cursor(cursor: str) -> tuple[bool, datetime, str]:
     """Return the ``(pinned, last_used_at, id)`` a cursor of :func:`encode_cursor` names.
 
     Raises:
-        InputError: field ``cursor``: not a cursor this server wrote.
+        InputError: field ``cursor``: it does not match :data:`CURSOR_PATTERN`.
 
     """
-    problem = InputError("cursor", "is not a cursor from a previous page; omit it to start over")
-    if len(cursor) > _MAX_CURSOR_CHARS or not cursor.isascii():
-        raise problem
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        pinned, used, ident = json.loads(raw)
-        when = datetime.fromisoformat(used)
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
-        raise problem from None
-    if not isinstance(pinned, bool) or not isinstance(ident, str) or when.tzinfo is None:
-        raise problem
-    return pinned, when, ident
+    if not _CURSOR.match(cursor):
+        raise InputError("cursor", "is not a cursor from a previous page; omit it to start over")
+    pinned, micros, ident = cursor.split("-")
+    return pinned == "1", _EPOCH + int(micros) * _MICROSECOND, ident
 
 
 def fold(text: str) -> str:

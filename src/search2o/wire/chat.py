@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
-from search2o.wire.fields import text_field
+from search2o.wire.fields import NAME_PATTERN, at_least_one, text_field
+from search2o.wire.names import json_rule
 
 __all__ = [
     "ChatRequest",
@@ -51,9 +52,32 @@ class PageContext(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """``POST /v1/chat``: one user message, in a new or an existing conversation."""
+    """``POST /v1/chat``: one user message, in a new or an existing conversation.
 
-    model_config = ConfigDict(extra="forbid")
+    The document also states the rules between fields (JSON Schema 2020-12 ``not``): a page
+    goes with no agent, and ``inputs`` only with one.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "allOf": [
+                {
+                    "not": {
+                        "required": ["agent", "page"],
+                        "properties": {"agent": {"type": "string"}, "page": {"type": "object"}},
+                    }
+                },
+                {
+                    "not": {
+                        "required": ["inputs"],
+                        "properties": {"inputs": {"type": "object"}},
+                        "not": {"required": ["agent"], "properties": {"agent": {"type": "string"}}},
+                    }
+                },
+            ]
+        },
+    )
 
     message: StrictStr = text_field(
         "the user's message; not empty, at most chat.max_message_chars characters"
@@ -66,6 +90,7 @@ class ChatRequest(BaseModel):
     agent: StrictStr | None = Field(
         default=None,
         max_length=100,
+        json_schema_extra=json_rule(NAME_PATTERN, 100),
         description="run this agent in the conversation instead of a chat turn; a message "
         "without it answers an agent's waiting question when there is one",
     )
@@ -132,9 +157,11 @@ class ConversationDetailPublic(ConversationPublic):
 
 
 class ConversationPatch(BaseModel):
-    """``PATCH /v1/conversations/{id}``: rename and/or pin; at least one field."""
+    """``PATCH /v1/conversations/{id}``: rename and/or pin; at least one of them not null."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=at_least_one({"title": "string", "pinned": "boolean"})
+    )
 
     title: StrictStr | None = Field(
         default=None,

@@ -7,7 +7,7 @@ import { keys, useMe } from "../api/queries";
 import { Dialog } from "../ui/Dialog";
 
 type User = Schemas["UserPublic"];
-type Plan = NonNullable<Schemas["UserPatch"]["plan"]>;
+type Plan = NonNullable<Schemas["UserCreate"]["plan"]>;
 const PLANS: Plan[] = ["free", "paid"];
 
 /** "hr, eng" → ["hr", "eng"]; the server checks each name and drops repeats. */

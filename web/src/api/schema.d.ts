@@ -41,8 +41,10 @@ export interface paths {
          * @description Store an agent definition under ``name`` (admins only): 201 when new, 200 when replaced.
          *
          *     The body is the definition as JSON, or as YAML with ``Content-Type: application/yaml`` or
-         *     ``text/yaml``; its ``name`` must equal the path's. A definition that breaks rules answers
-         *     422 listing every problem with its JSON path (``detail.problems``) and stores nothing.
+         *     ``text/yaml``; its ``name`` must equal the path's (409 when it does not: RFC 9110,
+         *     section 9.3.4, a representation inconsistent with its target). A definition that breaks
+         *     rules answers 422 listing every problem with its JSON path (``detail.problems``) and stores
+         *     nothing.
          */
         put: operations["put_agent_v1_agents__name__put"];
         post?: never;
@@ -1143,18 +1145,21 @@ export interface components {
             /**
              * Groups
              * @description readers' groups; none = everyone
+             * @default []
              */
-            groups?: string[] | null;
+            groups: string[];
             /**
              * Paths
              * @description one identity per file, e.g. its path in your tree (default: its name)
+             * @default []
              */
-            paths?: string[] | null;
+            paths: string[];
             /**
              * Users
              * @description readers' emails; none = everyone
+             * @default []
              */
-            users?: string[] | null;
+            users: string[];
         };
         /** @description one Server-Sent Event of an answer: its `event`, `id` and `data` fields */
         ChatEvent: {
@@ -1196,6 +1201,9 @@ export interface components {
         /**
          * ChatRequest
          * @description ``POST /v1/chat``: one user message, in a new or an existing conversation.
+         *
+         *     The document also states the rules between fields (JSON Schema 2020-12 ``not``): a page
+         *     goes with no agent, and ``inputs`` only with one.
          */
         ChatRequest: {
             /**
@@ -1228,7 +1236,7 @@ export interface components {
              * @default true
              */
             stream: boolean;
-        };
+        } & (unknown & unknown);
         /**
          * CheckPublic
          * @description One readiness check: whether it passed and why (a sentence, no secrets).
@@ -1345,7 +1353,7 @@ export interface components {
         };
         /**
          * ConversationPatch
-         * @description ``PATCH /v1/conversations/{id}``: rename and/or pin; at least one field.
+         * @description ``PATCH /v1/conversations/{id}``: rename and/or pin; at least one of them not null.
          */
         ConversationPatch: {
             /** Pinned */
@@ -1355,6 +1363,10 @@ export interface components {
              * @description 1..200 printable characters
              */
             title?: string | null;
+        } | {
+            title: string;
+        } | {
+            pinned: boolean;
         };
         /**
          * ConversationPublic
@@ -2606,6 +2618,12 @@ export interface components {
             is_admin?: boolean | null;
             /** Plan */
             plan?: ("free" | "paid") | null;
+        } | {
+            groups: unknown[];
+        } | {
+            is_admin: boolean;
+        } | {
+            plan: string;
         };
         /**
          * UserPublic
@@ -2774,7 +2792,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description the definition document (docs/agents.md) */
+        /** @description the definition document (docs/agents.md), as JSON or as YAML with `Content-Type: application/yaml` or `text/yaml` */
         requestBody: {
             content: {
                 /**
@@ -2802,7 +2820,6 @@ export interface operations {
                  *     }
                  */
                 "application/json": Record<string, never>;
-                "application/yaml": string;
             };
         };
         responses: {
@@ -2835,6 +2852,15 @@ export interface operations {
             };
             /** @description reserved for admins */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description changed meanwhile, already exists, or vectors of another embedding model */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -48,10 +48,12 @@ _EXAMPLE = {
 _PUT_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "description": "the definition document (docs/agents.md)",
+        "description": "the definition document (docs/agents.md), as JSON or as YAML with "
+        "`Content-Type: application/yaml` or `text/yaml`",
         "content": {
+            # YAML (``application/yaml``, ``text/yaml``) is read too, as the description says;
+            # it is not listed, since no schema of a string can say which YAML is a definition.
             "application/json": {"schema": {"type": "object"}, "example": _EXAMPLE},
-            "application/yaml": {"schema": {"type": "string"}},
         },
     }
 }
@@ -82,7 +84,7 @@ def _format(content_type: str | None) -> str | None:
     openapi_extra=_PUT_BODY,
     responses={
         201: {"model": AgentPutPublic, "description": "a new agent was stored"},
-        **error_responses(401, 403, 413, 422, 503),
+        **error_responses(401, 403, 409, 413, 422, 503),
     },
 )
 async def put_agent(
@@ -91,8 +93,10 @@ async def put_agent(
     """Store an agent definition under ``name`` (admins only): 201 when new, 200 when replaced.
 
     The body is the definition as JSON, or as YAML with ``Content-Type: application/yaml`` or
-    ``text/yaml``; its ``name`` must equal the path's. A definition that breaks rules answers
-    422 listing every problem with its JSON path (``detail.problems``) and stores nothing.
+    ``text/yaml``; its ``name`` must equal the path's (409 when it does not: RFC 9110,
+    section 9.3.4, a representation inconsistent with its target). A definition that breaks
+    rules answers 422 listing every problem with its JSON path (``detail.problems``) and stores
+    nothing.
     """
     fmt = _format(request.headers.get("content-type"))
     data = await request.body()  # bounded by api.max_definition_bytes (api.ingress)

@@ -28,7 +28,13 @@ def conversation_page(
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=conversation_pages.MAX_PAGE, description="1..200")] = 50,
     cursor: Annotated[
-        str | None, Query(max_length=200, description="`next_cursor` of the previous page")
+        str | None,
+        Query(
+            max_length=200,
+            description="`next_cursor` of the previous page",
+            # Declared, and checked by the engine with its own message (field ``cursor``).
+            json_schema_extra={"pattern": conversation_pages.CURSOR_PATTERN},
+        ),
     ] = None,
     q: Annotated[
         str | None,

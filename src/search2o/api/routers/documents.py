@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from search2o.api.deps import CurrentUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.openapi import error_responses
-from search2o.api.params import DocumentId
+from search2o.api.params import DocumentId, EmailText, GroupName, UploadPath
 from search2o.api.routers.jobs import JobPublic
 from search2o.api.uploads import check_name, part_filename
 from search2o.errors import InputError, PermissionDeniedError
@@ -53,15 +53,17 @@ def upload_documents(
     user: CurrentUser,
     runtime: RuntimeDep,
     response: Response,
-    files: Annotated[list[UploadFile], File(description="Markdown, text, HTML, PDF or DOCX")],
-    groups: Annotated[
-        list[str] | None, Form(description="readers' groups; none = everyone")
-    ] = None,
-    users: Annotated[list[str] | None, Form(description="readers' emails; none = everyone")] = None,
+    files: Annotated[
+        list[UploadFile],
+        File(description="Markdown, text, HTML, PDF or DOCX", json_schema_extra={"minItems": 1}),
+    ],
+    # Lists without a null: a multipart field is text, so "null" would be a value, not none.
+    groups: Annotated[list[GroupName], Form(description="readers' groups; none = everyone")] = [],  # noqa: B006 (FastAPI copies a default per request)
+    users: Annotated[list[EmailText], Form(description="readers' emails; none = everyone")] = [],  # noqa: B006
     paths: Annotated[
-        list[str] | None,
+        list[UploadPath],
         Form(description="one identity per file, e.g. its path in your tree (default: its name)"),
-    ] = None,
+    ] = [],  # noqa: B006
     wait: Annotated[
         float,
         Query(ge=0, le=MAX_WAIT_S, description="seconds to wait for the ingestion (0: none)"),
@@ -79,17 +81,15 @@ def upload_documents(
     """
     if not user.is_admin:
         raise PermissionDeniedError("only admins upload documents")
-    access = AccessList.build(groups or [], users or [], fields=("groups", "users"))
+    access = AccessList.build(groups, users, fields=("groups", "users"))
     names = [check_name(part_filename(u), f"files[{i}]") for i, u in enumerate(files)]
-    if paths is not None and len(paths) != len(files):
+    if paths and len(paths) != len(files):
         raise InputError("paths", f"gives {len(paths)} paths for {len(files)} files")
-    identities = (
-        [check_name(p, f"paths[{i}]") for i, p in enumerate(paths)] if paths is not None else names
-    )
+    identities = [check_name(p, f"paths[{i}]") for i, p in enumerate(paths)] if paths else names
     seen: dict[str, int] = {}
     for position, identity in enumerate(identities):
         if identity in seen:
-            where = "paths" if paths is not None else "files"
+            where = "paths" if paths else "files"
             raise InputError(
                 f"{where}[{position}]",
                 f"{identity!r} is also {where}[{seen[identity]}]; give each file its own path",

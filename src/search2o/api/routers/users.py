@@ -18,12 +18,21 @@ from search2o.api.me_schemas import UserCreate, UserListPublic, UserPatch, UserP
 from search2o.api.openapi import error_responses
 from search2o.storage.models import User
 from search2o.user_admin import UserChange, remove_user, update_user
+from search2o.wire.fields import EMAIL_PATTERN
+from search2o.wire.names import json_rule
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["admin"], route_class=StrictJsonRoute)
 
-UserEmail = Annotated[str, Path(max_length=320, description="the user's email")]
+UserEmail = Annotated[
+    str,
+    Path(
+        max_length=320,
+        description="the user's email",
+        json_schema_extra=json_rule(EMAIL_PATTERN, 320),
+    ),
+]
 
 
 def _public(user: User) -> UserPublic:
