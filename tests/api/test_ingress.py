@@ -3,6 +3,7 @@ strict JSON, the framework's errors in our body, complete ``Allow`` headers, sec
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -11,7 +12,7 @@ import httpx
 import pytest
 
 from search2o.api.app import create_app
-from search2o.api.ingress import OPEN_PATHS, SIGNIN_PREFIX
+from search2o.api.ingress import DISCARD_BYTES, OPEN_PATHS, SIGNIN_PREFIX
 from search2o.config import Settings
 from search2o.runtime import Runtime
 from tests.api.test_api import add_user, assert_input_error, md, serve, stored
@@ -57,6 +58,57 @@ def test_unauthenticated_huge_body_is_refused_before_it_is_read(token_api: httpx
     assert raw_request(token_api, bad_token)[0] == 401
 
 
+def closes_after_refusing(client: httpx.Client, head: str, chunk: bytes) -> tuple[bytes, int]:
+    """Send ``head`` then keep sending ``chunk`` until the server closes; return what it said.
+
+    Returns:
+        the response's head and the bytes the socket took before the server cut it (what the
+        kernel buffers hold: a server that read the whole body would take all 64 MiB).
+
+    """
+    url = client.base_url
+    sent = 0
+    with socket.create_connection((url.host, url.port or 80), timeout=10) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n")
+        with contextlib.suppress(OSError):  # reset by the server once it closed
+            while sent < 64 * 1024 * 1024:
+                sock.sendall(chunk)
+                sent += len(chunk)
+        data = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in data and (more := sock.recv(65536)):
+                data += more
+    return data.split(b"\r\n\r\n")[0].lower(), sent
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_refused_body_is_never_read_the_connection_is_closed(
+    token_api: httpx.Client, framing: str
+) -> None:
+    block = b"x" * 65536
+    if framing == "chunked":
+        head = "POST /v1/chat HTTP/1.1\nHost: localhost\ntransfer-encoding: chunked\n"
+        chunk = b"%x\r\n" % len(block) + block + b"\r\n"
+    else:
+        head = f"POST /v1/chat HTTP/1.1\nHost: localhost\ncontent-length: {64 << 20}\n"
+        chunk = block
+    response, sent = closes_after_refusing(token_api, head, chunk)
+    assert response.startswith(b"http/1.1 401"), response
+    assert b"connection: close" in response
+    assert sent < 32 * 1024 * 1024, sent  # cut long before the 64 MiB were taken
+
+
+def test_a_refusal_with_little_or_no_body_keeps_the_connection(token_api: httpx.Client) -> None:
+    first = token_api.get("/v1/me")
+    assert first.status_code == 401
+    assert "connection" not in first.headers  # keep-alive: nothing left unread
+    # A small body is read and thrown away: the client that wrote it all reads the answer.
+    small = token_api.post("/v1/chat", content=b"x" * DISCARD_BYTES)
+    assert small.status_code == 401
+    assert "connection" not in small.headers
+    assert token_api.get("/v1/health").status_code == 200
+
+
 def test_an_authenticated_body_over_the_bound_is_refused_from_its_length(
     token_runtime: Runtime, token_api: httpx.Client
 ) -> None:
@@ -65,13 +117,16 @@ def test_an_authenticated_body_over_the_bound_is_refused_from_its_length(
         "POST /v1/chat HTTP/1.1\nHost: localhost\ncontent-type: application/json\n"
         f"authorization: {auth}\ncontent-length: {200 * 1024 * 1024}\n"
     )
-    assert raw_request(token_api, head)[0] == 413  # 200 MiB announced, none sent
+    status, data = raw_request(token_api, head)  # 200 MiB announced, none sent
+    assert status == 413
+    assert b"connection: close" in data.lower()
     streamed = token_api.post(
         "/v1/chat",
         content=(b"x" * 65536 for _ in range(64)),  # 4 MiB, chunked: no Content-Length
         headers={"Authorization": auth, "content-type": "application/json"},
     )
     assert streamed.status_code == 413
+    assert streamed.headers["connection"] == "close"  # the rest is never read
     detail = streamed.json()["detail"]
     assert detail["error"] == "PayloadTooLargeError"
     assert detail["field"] == "body"

@@ -150,7 +150,11 @@ async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
     if status == 413:
         limit = int(request.scope.get("starlette.max_body_size") or 0)
         setting = str(request.scope.get(BODY_SETTING_KEY, "api.max_body_bytes"))
-        return error_response(errors.PayloadTooLargeError(limit, setting))
+        refusal = error_response(errors.PayloadTooLargeError(limit, setting))
+        # The rest of the body is never read: close rather than read it all to keep the
+        # connection (RFC 9112, section 9.6; api.ingress).
+        refusal.headers["connection"] = "close"
+        return refusal
     if status == 400:
         # A body that does not parse (bad multipart, invalid UTF-8, too deep) is bad input.
         reason = _body_problem(exc.__cause__)

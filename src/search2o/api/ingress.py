@@ -13,7 +13,10 @@ body is bounded while it streams in by Starlette's ``RequestBodyLimitMiddleware`
 ``Content-Length`` over the bound is refused before reading): ``api.max_upload_bytes`` for
 ``POST /v1/documents``, ``api.max_definition_bytes`` for ``PUT /v1/agents/{name}``,
 ``api.max_body_bytes`` for everything else. A body over its bound answers 413 with our error
-body (:mod:`search2o.api.errors`).
+body (:mod:`search2o.api.errors`). A refusal made before the body is read (403, 401, 413, 422)
+closes the connection (``Connection: close``) when the body is chunked or over
+:data:`DISCARD_BYTES`, and so does a 413 cut from a body as it streams: the server never reads
+more than 1 MiB of a body it refused, whatever its length (RFC 9112, section 9.6).
 
 Why here and not in the route: FastAPI reads and parses a route's body before it resolves the
 route's dependencies, so an authentication dependency alone lets an anonymous client make the
@@ -36,7 +39,15 @@ from search2o.api.errors import BODY_SETTING_KEY, error_response
 from search2o.errors import InputError, PayloadTooLargeError, PermissionDeniedError, Search2oError
 from search2o.runtime import Runtime
 
-__all__ = ["OPEN_PATHS", "SIGNIN_PREFIX", "BodyBound", "Ingress", "path_needs_caller"]
+__all__ = [
+    "DISCARD_BYTES",
+    "OPEN_PATHS",
+    "SIGNIN_PREFIX",
+    "BodyBound",
+    "Ingress",
+    "leaves_much_unread",
+    "path_needs_caller",
+]
 
 OPEN_PATHS = frozenset({"/v1/health", "/v1/health/ready"})
 """Paths under ``/v1/`` that answer without a caller (probes)."""
@@ -107,7 +118,7 @@ class Ingress:
             bearer = bearer_token(headers.get("authorization")) is not None
             forged = csrf_problem(scope, self.runtime.settings, bearer=bearer)
             if forged is not None:
-                await error_response(PermissionDeniedError(forged))(scope, receive, send)
+                await _refuse(PermissionDeniedError(forged), scope, receive, send)
                 return
         if self.needs_caller(scope["path"]):
             client = scope.get("client")
@@ -125,7 +136,7 @@ class Ingress:
                     session_cookie(headers),
                 )
             except Search2oError as exc:
-                await error_response(exc)(scope, receive, send)
+                await _refuse(exc, scope, receive, send)
                 return
             scope.setdefault("state", {})[PRINCIPAL_KEY] = caller
         bound = next(b for b in self.bounds if b.applies(scope))
@@ -134,9 +145,45 @@ class Ingress:
         if announced.isdigit() and int(announced) > bound.limit:
             # Refused from its length alone, in our body (Starlette's own 413 is plain text).
             refusal = PayloadTooLargeError(bound.limit, bound.setting)
-            await error_response(refusal)(scope, receive, send)
+            await _refuse(refusal, scope, receive, send)
             return
         await self._limiters[bound.limit](scope, receive, send)
+
+
+DISCARD_BYTES = 1024 * 1024
+"""The most a refused body the server lets the connection read on and discard (1 MiB)."""
+
+
+def leaves_much_unread(headers: Headers) -> bool:
+    """Tell whether refusing a request unread leaves more than :data:`DISCARD_BYTES` behind.
+
+    True for a chunked body (its length is unknown: RFC 9112, section 7.1) and for a
+    ``Content-Length`` over :data:`DISCARD_BYTES`; false for no body or a small one.
+    """
+    if "transfer-encoding" in headers:
+        return True
+    length = headers.get("content-length", "").strip()
+    if not length:  # no body (RFC 9112, section 6.3, rule 7)
+        return False
+    return not length.isdigit() or int(length) > DISCARD_BYTES
+
+
+async def _refuse(exc: Search2oError, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer ``exc`` without reading the body; close the connection if much is left unread.
+
+    With keep-alive, the server reads and throws away the rest of a body it refused, to find
+    the next request: any length, from any caller. So when more than :data:`DISCARD_BYTES`
+    would be left (or an unknown length), the answer says ``Connection: close`` and the
+    server stops reading (RFC 9112, section 9.6). A small rest is read and thrown away: a
+    client that wrote its whole body before reading would otherwise lose the answer to the
+    reset of a connection closed with bytes unread. Clients that send ``Expect:
+    100-continue`` (curl, for bodies over 1 MiB) get the answer before sending a byte; httpx
+    and browsers read an early answer when their write is cut.
+    """
+    response = error_response(exc)
+    if leaves_much_unread(Headers(scope=scope)):
+        response.headers["connection"] = "close"
+    await response(scope, receive, send)
 
 
 def path_needs_caller(path: str) -> bool:
