@@ -797,20 +797,21 @@ def test_ids_that_do_not_exist_are_404_everywhere(runtime: Runtime, api: httpx.C
     assert counts(runtime) == before
 
 
-def test_an_id_with_a_nul_character_is_just_missing(runtime: Runtime, api: httpx.Client) -> None:
+def test_an_id_that_is_not_readable_is_422_naming_it(runtime: Runtime, api: httpx.Client) -> None:
+    # A NUL or bytes that are not UTF-8 can be no id: refused like any bad parameter
+    # (api.param_texts), the same in a path and in a chat body, on both backends.
     chat(api, "hello")
     before = counts(runtime)
-    for method, path, body in [
-        ("GET", "/v1/conversations/%00", None),
-        ("PATCH", "/v1/conversations/a%00", {"pinned": True}),
-        ("DELETE", "/v1/conversations/%00", None),
-        ("PUT", "/v1/messages/%00/rating", {"rating": "up"}),
-        ("GET", "/v1/messages/a%00b/trace", None),
-        ("POST", "/v1/chat", {"message": "hi", "conversation_id": "\x00"}),
+    for method, path, body, field in [
+        ("GET", "/v1/conversations/%00", None, "conversation_id"),
+        ("PATCH", "/v1/conversations/a%00", {"pinned": True}, "conversation_id"),
+        ("DELETE", "/v1/conversations/%FF", None, "conversation_id"),
+        ("PUT", "/v1/messages/%00/rating", {"rating": "up"}, "message_id"),
+        ("GET", "/v1/messages/a%00b/trace", None, "message_id"),
+        ("POST", "/v1/chat", {"message": "hi", "conversation_id": "\x00"}, "conversation_id"),
     ]:
         response = api.request(method, path, json=body)
-        assert response.status_code == 404, (method, path, response.text)
-        assert response.json()["detail"]["error"] == "NotFoundError"
+        assert_input_error(response, 422, field)
     assert counts(runtime) == before
 
 

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import version
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import compile_path
 from starlette.types import Scope
@@ -29,6 +29,7 @@ from search2o.api.extension_routes import add_extension_routes
 from search2o.api.headers import SecurityHeaders
 from search2o.api.ingress import BodyBound, Ingress, path_needs_caller
 from search2o.api.openapi import install_openapi
+from search2o.api.param_texts import refuse_unreadable_parameters
 from search2o.api.readiness import ProbeThread
 from search2o.api.routers import (
     admin_views,
@@ -55,6 +56,7 @@ from search2o.api.telemetry import Telemetry
 from search2o.api.webapp import WebApp
 from search2o.config import Settings, load_settings
 from search2o.errors import ConfigError
+from search2o.extensions import check_extras
 from search2o.logs import configure_logging
 from search2o.observability.jobs import instrument_queue
 from search2o.observability.metrics import process_metrics
@@ -80,6 +82,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             without ``insecure_local_mode`` (:meth:`Settings.local_mode_problem`); checked
             here, before anything opens, so no ASGI server can skip it; tracing is on without
             the ``otel`` extra.
+        MissingExtraError: a setting turns on a surface whose extra is not installed
+            (:func:`search2o.extensions.check_extras`).
         StorageError: the database cannot be opened.
 
     """
@@ -87,6 +91,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     problem = settings.local_mode_problem()
     if problem is not None:
         raise ConfigError(problem)
+    check_extras(settings)  # a configured surface without its extra: refused, setting named
     configure_logging(settings.log_level, settings.log_format)
     tracing = Tracing.open(settings.tracing)
     owned = runtime is None
@@ -136,6 +141,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        # Every route: a path or query parameter that is not UTF-8 or holds a NUL is a 422.
+        dependencies=[Depends(refuse_unreadable_parameters)],
     )
     app.state.runtime = rt
     app.state.ready_probe = probe

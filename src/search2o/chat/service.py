@@ -42,7 +42,7 @@ from search2o.events import ConversationEvent, DoneEvent, ErrorEvent, Event, err
 from search2o.query.page import check_page
 from search2o.query.turn import TurnEngine
 from search2o.query.turn_state import PreparedTurn
-from search2o.textrules import check_text
+from search2o.textrules import check_text, text_problem
 
 if TYPE_CHECKING:
     from search2o.config import Settings
@@ -135,7 +135,8 @@ class ChatService:
 
         Raises:
             InputError: the message is empty, too long, holds a NUL or a lone surrogate
-                (``message``); ``inputs`` without an agent; bad inputs; a bad ``page`` field
+                (``message``); a NUL or lone surrogate in ``conversation_id``; ``inputs``
+                without an agent; bad inputs; a bad ``page`` field
                 (``page.url``, ``page.title``, ``page.text``), or a page for an agent.
             NotFoundError: the conversation is missing or another user's; no such agent.
 
@@ -146,6 +147,9 @@ class ChatService:
             max_chars=self._settings.chat.max_message_chars,
             setting="chat.max_message_chars",
         )
+        if conversation_id is not None and (problem := text_problem(conversation_id)):
+            # As a NUL in a path parameter (api.param_texts): no id can hold it.
+            raise InputError("conversation_id", problem)
         checked = (
             check_page(*page, max_chars=self._settings.chat.max_page_chars)
             if page is not None
