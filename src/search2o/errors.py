@@ -42,6 +42,7 @@ __all__ = [
     "InputError",
     "IntegrityCheckError",
     "KeyUnavailableError",
+    "MissingExtraError",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
@@ -68,6 +69,22 @@ class Search2oError(Exception):
 
 class ConfigError(Search2oError):
     """Settings are missing, malformed or inconsistent (e.g. an unknown embedding provider)."""
+
+
+class MissingExtraError(ConfigError):
+    """A feature needs an optional dependency group (an *extra*) that is not installed.
+
+    Commands exit 2 on it, as on bad input: the fix is an install, not a retry.
+
+    Args:
+        message: what needs it, the module that cannot be imported, and the ``pip install``.
+        extra: the extra's name in ``pyproject.toml`` (``slack``).
+
+    """
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 class InputError(Search2oError):

@@ -16,6 +16,9 @@ that contributes any of:
   signed webhook with the function that verifies its requests, or a route that serves public
   information only (:class:`OpenRoute`);
 * **CLI commands**: ``add_commands(cli)`` adds a Typer group to ``search2o``;
+* **an extra**: the optional dependency group it needs (:class:`Extra`) and the setting that
+  asks for it; a server or worker whose settings ask for a feature whose extra is missing
+  refuses to start, naming the setting and the ``pip install`` (:func:`check_extras`);
 * **connectors**: classes implementing :class:`search2o.connectors.contract.Connector`, each a
   kind of source (``folder``) that ``search2o sources add`` and ``/v1/sources`` offer.
 
@@ -42,10 +45,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from search2o.errors import ConfigError
-from search2o.plugins import load_all
+from search2o.errors import ConfigError, MissingExtraError
+from search2o.plugins import load_all, require_extra
 
-__all__ = ["GROUP", "Extension", "OpenRoute", "discover", "load_extensions"]
+__all__ = [
+    "GROUP",
+    "Extension",
+    "Extra",
+    "OpenRoute",
+    "check_extras",
+    "discover",
+    "load_extensions",
+    "missing_extra",
+]
 
 GROUP = "search2o.extensions"
 """The entry point group every extension is registered in."""
@@ -76,6 +88,53 @@ class OpenRoute:
     public: str = ""
 
 
+def _never(settings: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The optional dependency group (``pyproject.toml`` extra) an extension needs.
+
+    Attributes:
+        name: the extra's name (``slack``): ``pip install 'search2o[slack]'``.
+        modules: the top-level modules it installs (``("slack_sdk",)``).
+        what: the feature, for messages (``the Slack surface``).
+        asked_by: ``(settings) -> str | None``: the setting that turns the feature on in these
+            root settings (``slack.bot_token``), or ``None`` when they leave it off.
+
+    """
+
+    name: str
+    modules: tuple[str, ...]
+    what: str
+    asked_by: Callable[[Any], str | None] = _never
+
+    def check(self, what: str = "", setting: str = "") -> None:
+        """Refuse unless every module of the extra imports.
+
+        Args:
+            what: who needs it, for the message (default :attr:`what`): a command, say.
+            setting: the setting that asked for it, named in the message.
+
+        Raises:
+            MissingExtraError: not installed (:func:`search2o.plugins.require_extra`).
+
+        """
+        require_extra(self.name, what or self.what, *self.modules, setting=setting)
+
+    def require(self, settings: Any) -> None:
+        """Refuse unless the extra imports, when ``settings`` ask for the feature.
+
+        Raises:
+            MissingExtraError: asked for and not installed; names the setting.
+
+        """
+        setting = self.asked_by(settings)
+        if setting is not None:
+            self.check(setting=setting)
+
+
 @dataclass(frozen=True)
 class Extension:
     """What one extension contributes; every hook is optional.
@@ -92,6 +151,7 @@ class Extension:
         add_commands: ``(cli: typer.Typer) -> None``.
         open_routes: its routes that need no API caller (:class:`OpenRoute`); every other
             route it adds is authenticated like ``/v1/me``.
+        extra: the optional dependency group its features need (:class:`Extra`), or ``None``.
         connectors: connector classes (:mod:`search2o.connectors.contract`), each with a
             unique ``kind``, or their ``"module:Class"`` paths (imported when first used, so
             the extension module stays light).
@@ -108,6 +168,7 @@ class Extension:
     add_commands: Callable[[Any], None] | None = None
     open_routes: tuple[OpenRoute, ...] = ()
     connectors: tuple[Any, ...] = ()
+    extra: Extra | None = None
 
 
 def load_extensions(found: dict[str, Any]) -> tuple[Extension, ...]:
@@ -177,3 +238,47 @@ def discover() -> tuple[Extension, ...]:
 
     """
     return load_extensions(load_all(GROUP, "extension"))
+
+
+def check_extras(settings: Any) -> None:
+    """Refuse settings that turn on a feature whose extra is not installed.
+
+    ``search2o serve`` (:func:`search2o.api.app.create_app`) and ``search2o worker`` call it
+    before anything opens, so a configured surface without its extra is a one-line refusal
+    naming the setting, never a traceback in the middle of start-up.
+
+    Raises:
+        MissingExtraError: the first such feature, its setting and the ``pip install``.
+
+    """
+    for extension in discover():
+        if extension.extra is not None:
+            extension.extra.require(settings)
+
+
+_CORE_EXTRAS = {"psycopg": "postgres", "pgvector": "postgres", "opentelemetry": "otel"}
+"""Top-level modules of the core's own extras (``pyproject.toml``) -> the extra's name."""
+
+
+def missing_extra(exc: ImportError) -> MissingExtraError | None:
+    """Return the :class:`MissingExtraError` an import failure stands for, if any.
+
+    Args:
+        exc: a failed import (``ModuleNotFoundError: No module named 'slack_sdk'``).
+
+    Returns:
+        The error naming the extra that installs the missing module (the core's ``postgres``
+        and ``otel``, or an extension's :class:`Extra`), ``None`` for any other module.
+
+    """
+    top = (exc.name or "").split(".")[0]
+    extra = _CORE_EXTRAS.get(top) or next(
+        (e.extra.name for e in discover() if e.extra is not None and top in e.extra.modules),
+        None,
+    )
+    if extra is None:
+        return None
+    return MissingExtraError(
+        f"this needs the `{extra}` extra ({top} is not installed): pip install 'search2o[{extra}]'",
+        extra,
+    )

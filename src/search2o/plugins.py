@@ -17,7 +17,7 @@ import inspect
 from importlib.metadata import entry_points
 from typing import Any
 
-from search2o.errors import ConfigError
+from search2o.errors import ConfigError, MissingExtraError
 
 __all__ = ["check_members", "installed", "load_all", "load_factory", "require_extra"]
 
@@ -97,24 +97,28 @@ def check_members(obj: object, members: tuple[str, ...], what: str) -> None:
         )
 
 
-def require_extra(extra: str, what: str, *modules: str) -> None:
+def require_extra(extra: str, what: str, *modules: str, setting: str = "") -> None:
     """Refuse to go on unless the modules of the optional dependency group ``extra`` import.
 
     Args:
         extra: the extra's name in ``pyproject.toml`` (``slack``, ``mcp``).
         what: the feature that needs it, for the message (``the Slack surface``).
         modules: the top-level modules the extra installs (``slack_sdk``).
+        setting: the setting that turned the feature on (``slack.bot_token``), named in the
+            message; empty when a command, not a setting, asked for it.
 
     Raises:
-        ConfigError: one cannot be imported (not installed, or shadowed by a module of that
-            name earlier on ``sys.path``); the message names it and the ``pip install``.
+        MissingExtraError: one cannot be imported (not installed, or shadowed by a module of
+            that name earlier on ``sys.path``); the message names it and the ``pip install``.
 
     """
     for module in modules:
         try:
             importlib.import_module(module)
         except ImportError as exc:  # missing, or shadowed by a file of that name on sys.path
-            raise ConfigError(
-                f"{what} needs the `{extra}` extra ({module} cannot be imported: {exc}): "
-                f"pip install 'search2o[{extra}]'"
+            asked = f"{setting} turns on {what}, which" if setting else what
+            raise MissingExtraError(
+                f"{asked} needs the `{extra}` extra ({module} cannot be imported: {exc}): "
+                f"pip install 'search2o[{extra}]'",
+                extra,
             ) from exc

@@ -27,7 +27,8 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from search2o.config import Settings, load_settings
-from search2o.errors import ConfigError, InputError, Search2oError
+from search2o.errors import ConfigError, InputError, MissingExtraError, Search2oError
+from search2o.extensions import missing_extra
 from search2o.logs import configure_logging
 from search2o.runtime import Runtime
 from search2o.terminal import has_controls, printable
@@ -212,14 +213,25 @@ def _print_error(message: str) -> None:
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn :class:`Search2oError` into one line on stderr and exit code 2 or 1."""
+    """Turn :class:`Search2oError` into one line on stderr and exit code 2 or 1.
+
+    Exit 2: bad input, or a missing extra (:class:`~search2o.errors.MissingExtraError`, also
+    when a module an extra installs fails to import: the line names the ``pip install``).
+    Exit 1: any other error of search2o.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
-        except InputError as exc:
+        except (InputError, MissingExtraError) as exc:
             _print_error(exc.message)
+            raise typer.Exit(2) from None
+        except ModuleNotFoundError as exc:
+            missing = missing_extra(exc)
+            if missing is None:
+                raise
+            _print_error(missing.message)
             raise typer.Exit(2) from None
         except Search2oError as exc:
             _print_error(exc.message)

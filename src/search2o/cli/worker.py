@@ -9,8 +9,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from search2o.cli.common import console, handle_errors, open_runtime, print_json, printable
+from search2o.cli.common import (
+    console,
+    handle_errors,
+    open_runtime,
+    print_json,
+    printable,
+    settings,
+)
 from search2o.errors import InputError
+from search2o.extensions import check_extras
 from search2o.jobs import JobInfo, find_job, find_jobs
 from search2o.jobs.kinds import open_job_queue
 from search2o.stop_signals import StartupStopped, stop_guard
@@ -37,6 +45,7 @@ def worker(
     """
     if workers is not None and not 1 <= workers <= 64:
         raise InputError("--workers", f"must be 1-64, got {workers}")
+    check_extras(settings())  # a configured surface without its extra: one line, exit 2
     released: list[str] = []
     # Stopped while starting: nothing ran, nothing to give back.
     with (

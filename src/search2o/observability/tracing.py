@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from search2o.errors import ConfigError
+from search2o.errors import ConfigError, MissingExtraError
 from search2o.observability.settings import TracingSettings
 
 __all__ = ["Tracing", "extract_context", "traceparent"]
@@ -47,8 +47,8 @@ class Tracing:
         """Return the tracing of these settings, or ``None`` when it is off.
 
         Raises:
-            ConfigError: tracing is on but the ``otel`` extra is not installed, or the OTLP
-                protocol is neither ``http/protobuf`` nor ``grpc``.
+            MissingExtraError: tracing is on but the ``otel`` extra is not installed.
+            ConfigError: the OTLP protocol is neither ``http/protobuf`` nor ``grpc``.
 
         """
         if not settings.enabled or _env("OTEL_SDK_DISABLED").lower() == "true":
@@ -58,8 +58,9 @@ class Tracing:
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ImportError:
-            raise ConfigError(
-                f"tracing.enabled needs the OpenTelemetry SDK, which is not installed: {_INSTALL}"
+            raise MissingExtraError(
+                f"tracing.enabled needs the OpenTelemetry SDK, which is not installed: {_INSTALL}",
+                "otel",
             ) from None
         provider = TracerProvider(
             resource=Resource.create({"service.name": _env("OTEL_SERVICE_NAME") or "search2o"})
@@ -94,8 +95,9 @@ def _exporter() -> Any:
     try:
         module = importlib.import_module(modules[protocol])
     except ImportError:
-        raise ConfigError(
-            f"tracing over OTLP {protocol} needs its exporter, which is not installed: {_INSTALL}"
+        raise MissingExtraError(
+            f"tracing over OTLP {protocol} needs its exporter, which is not installed: {_INSTALL}",
+            "otel",
         ) from None
     return module.OTLPSpanExporter()
 

@@ -28,7 +28,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from search2o.errors import ConfigError, StorageError
+from search2o.errors import ConfigError, MissingExtraError, StorageError
 from search2o.private_dir import ensure_private_dir
 from search2o.storage.models import Counter
 from search2o.storage.writegate import GatedConnection, WriteGate, urgent_writes
@@ -282,7 +282,7 @@ def _require_postgres_driver(driver: str) -> None:
     Without this check the first connection fails with a bare ``ModuleNotFoundError``.
 
     Raises:
-        ConfigError: names the missing module and the extra that installs it.
+        MissingExtraError: names the missing module and the extra that installs it.
 
     """
     # The [postgres] extra installs psycopg (3) and pgvector. SQLAlchemy names each driver by
@@ -294,8 +294,9 @@ def _require_postgres_driver(driver: str) -> None:
             hint = "pip install 'search2o[postgres]'"
             if module == driver and driver != "psycopg":
                 hint = f"use postgresql+psycopg://... (psycopg 3) after {hint}"
-            raise ConfigError(
-                f"database_url needs the Python package '{module}', which is not installed: {hint}"
+            raise MissingExtraError(
+                f"database_url needs the Python package '{module}', which is not installed: {hint}",
+                "postgres",
             ) from None
 
 

@@ -11,9 +11,8 @@ import logging
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from search2o.errors import ConfigError
-from search2o.extensions import Extension, OpenRoute
-from search2o.plugins import require_extra
+from search2o.errors import MissingExtraError
+from search2o.extensions import Extension, Extra, OpenRoute
 from search2o.surfaces.mcp.settings import McpSettings, mcp_settings
 
 if TYPE_CHECKING:
@@ -22,15 +21,26 @@ if TYPE_CHECKING:
 
     from search2o.runtime import Runtime
 
-__all__ = ["EXTENSION"]
+__all__ = ["EXTENSION", "EXTRA"]
 
 log = logging.getLogger("search2o.api")
+
+
+def _asked_by(settings: object) -> str | None:
+    """Return ``mcp.enabled`` when it is set to true explicitly (file or environment)."""
+    section = mcp_settings(settings)
+    return "mcp.enabled" if section.enabled and "enabled" in section.model_fields_set else None
+
+
+EXTRA = Extra("mcp", ("mcp", "joserfc"), "the MCP server", _asked_by)
+"""The MCP SDK and joserfc; required when ``mcp.enabled`` is set, optional by default."""
 
 
 def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[None] | None:
     """Serve the MCP endpoint at ``/mcp`` (docs/mcp.md) unless ``mcp.enabled`` is false.
 
-    Without the ``mcp`` extra installed the API serves without it and says so once. Sets
+    Without the ``mcp`` extra installed the API serves without it and says so once, unless
+    ``mcp.enabled`` was set (:data:`EXTRA`: the server then refuses to start). Sets
     ``app.state.mcp`` to the endpoint (``None`` when not served); its transport runs while the
     app serves (the returned context).
     """
@@ -38,12 +48,12 @@ def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[N
     if not mcp_settings(runtime.settings).enabled:
         return None
     try:
-        require_extra("mcp", "the MCP server", "mcp", "joserfc")
-    except ConfigError as exc:
-        # A warning only when someone asked for MCP; by default (the README's install has no
-        # mcp extra) the endpoint is simply off, said once at info level.
-        asked = "enabled" in mcp_settings(runtime.settings).model_fields_set
-        (log.warning if asked else log.info)("MCP endpoint off: %s", exc.message)
+        EXTRA.check()
+    except MissingExtraError as exc:
+        # Not asked for (on by default; the README's install has no mcp extra): the endpoint
+        # is simply off, said once at info level. Asked for, the app was refused before this
+        # (check_extras), naming mcp.enabled.
+        log.info("MCP endpoint off: %s", exc.message)
         return None
     from search2o.surfaces.mcp.http import McpEndpoint
 
@@ -65,6 +75,7 @@ EXTENSION = Extension(
     settings=McpSettings,
     add_routes=_add_routes,
     add_commands=_add_commands,
+    extra=EXTRA,
     # /mcp checks its own bearer tokens (ours, or the identity provider's JWTs); the metadata
     # documents are public by design (RFC 9728, section 3).
     open_routes=(

@@ -13,9 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from search2o.errors import ConfigError
-from search2o.extensions import Extension, OpenRoute
-from search2o.plugins import require_extra
+from search2o.extensions import Extension, Extra, OpenRoute
 from search2o.surfaces.slack.settings import SlackSettings, slack_settings
 
 if TYPE_CHECKING:
@@ -25,9 +23,18 @@ if TYPE_CHECKING:
     from search2o.jobs.registry import JobRegistry
     from search2o.runtime import Runtime
 
-__all__ = ["EXTENSION"]
+__all__ = ["EXTENSION", "EXTRA"]
 
 log = logging.getLogger("search2o.api")
+
+
+def _asked_by(settings: object) -> str | None:
+    """Return the setting that turns the surface on (both tokens set), or ``None``."""
+    return "slack.bot_token" if slack_settings(settings).configured else None
+
+
+EXTRA = Extra("slack", ("slack_sdk",), "the Slack surface", _asked_by)
+"""Slack's SDK (the Web API and Socket Mode clients), needed once the surface is configured."""
 
 
 def _add_kinds(registry: JobRegistry, runtime: Runtime) -> None:
@@ -35,13 +42,14 @@ def _add_kinds(registry: JobRegistry, runtime: Runtime) -> None:
 
     Raises:
         ConfigError: configured in token mode without ``slack.service_token``.
+        MissingExtraError: configured without the ``slack`` extra.
 
     """
     slack = slack_settings(runtime.settings)
     if not slack.configured:
         return
     slack.refuse_without_service_token("slack", runtime.settings.auth_mode)
-    require_extra("slack", "the Slack surface", "slack_sdk")
+    EXTRA.require(runtime.settings)
     from search2o.surfaces.slack.surface import add_slack_kinds
 
     add_slack_kinds(registry, runtime)
@@ -50,16 +58,18 @@ def _add_kinds(registry: JobRegistry, runtime: Runtime) -> None:
 def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[None] | None:
     """Serve ``/slack/events`` and ``/slack/interactions`` (docs/slack.md) in ``http`` mode.
 
-    Only when the ``slack`` section is configured; without the ``slack`` extra installed the
-    API serves without them and says so once. A section half set (one of the bot token and
-    the signing secret) says which setting is missing, and a configured Slack in ``socket``
-    mode says that this server does not serve the routes: either way ``/slack/events`` would
-    otherwise answer a bare 404 that Slack's URL check reports without a reason. Sets
+    Only when the ``slack`` section is configured (the ``slack`` extra is then required, as
+    :func:`search2o.extensions.check_extras` checked when the app was built). A section half
+    set (one of the bot token and the signing secret) says which setting is missing, and a
+    configured Slack in ``socket`` mode says that this server does not serve the routes:
+    either way ``/slack/events`` would otherwise answer a bare 404 that Slack's URL check
+    reports without a reason. Sets
     ``app.state.slack`` to the ingress (``None`` when not served), closed with the app.
 
     Raises:
         ConfigError: configured in token mode without ``slack.service_token`` (the server
             refuses to start rather than answer every question with an error).
+        MissingExtraError: configured without the ``slack`` extra.
 
     """
     app.state.slack = None
@@ -73,11 +83,7 @@ def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[N
     if slack.mode != "http":
         log.info("Slack in socket mode: /slack/events is not served; run `search2o slack socket`")
         return None
-    try:
-        require_extra("slack", "the Slack surface", "slack_sdk")
-    except ConfigError as exc:
-        log.warning("Slack endpoints off: %s", exc.message)
-        return None
+    EXTRA.require(runtime.settings)  # create_app checked it already (check_extras)
     from search2o.api.mounting import route_first
     from search2o.surfaces.slack.commands import SlashCommand
     from search2o.surfaces.slack.ingress import SlackIngress
@@ -114,6 +120,7 @@ EXTENSION = Extension(
     add_kinds=_add_kinds,
     add_routes=_add_routes,
     add_commands=_add_commands,
+    extra=EXTRA,
     # Slack signs each request (v0 HMAC-SHA256 with the signing secret); no API caller.
     open_routes=(
         OpenRoute("/slack/events", verifier="search2o.signing:verify_slack"),

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from search2o.errors import ProviderError
+from search2o.surfaces.slack.extension import EXTRA
 from search2o.surfaces.slack.settings import SlackSettings
-from search2o.surfaces.slack.webapi import SlackApi, SlackCallError
 
 __all__ = ["BOT_EVENTS", "BOT_SCOPES", "check", "manifest"]
 
@@ -91,7 +91,15 @@ def check(settings: SlackSettings) -> list[str]:
 
     Calls ``auth.test`` with the bot token (its ``X-OAuth-Scopes`` header lists the granted
     scopes) and, in Socket Mode, ``apps.connections.open`` with the app token.
+
+    Raises:
+        MissingExtraError: the ``slack`` extra (Slack's SDK) is not installed; the manifest
+            itself needs nothing of it.
+
     """
+    EXTRA.check("`search2o slack check`")
+    from search2o.surfaces.slack.webapi import SlackApi, SlackCallError
+
     problems: list[str] = []
     if settings.signing_secret is None or not settings.signing_secret.get_secret_value():
         problems.append(
