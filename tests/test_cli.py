@@ -9,8 +9,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from click.testing import Result
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -98,6 +100,34 @@ def test_help_lists_every_command(tmp_path: Path) -> None:
     listed = out(result)
     for command in ("ingest", "search", "documents", "users", "tokens", "db", "serve", "demo"):
         assert re.search(rf"\b{command}\b", listed), command
+
+
+def _command_paths(command: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [prefix]
+    if hasattr(command, "commands"):  # a group (Typer's own click)
+        for name, sub in sorted(command.commands.items()):
+            paths += _command_paths(sub, (*prefix, name))
+    return paths
+
+
+def test_no_help_cuts_a_word_at_80_columns(tmp_path: Path) -> None:
+    # Rich cuts a word wider than its cell with "…"; environment variable names are in the
+    # epilog, which spans the terminal, so each one is printed whole on one line.
+    cli = Cli(tmp_path, None)
+    cli.env["COLUMNS"] = "80"
+    paths = _command_paths(typer.main.get_command(app))
+    assert len(paths) > 40
+    for path in paths:
+        shown = out(cli.ok(*path, "--help"))
+        assert "…" not in shown, (path, shown)
+    root = out(cli.ok("--help"))
+    serve = out(cli.ok("serve", "--help"))
+    for name in ("SEARCH2O_DATA_DIR", "SEARCH2O_DATABASE_URL"):
+        assert re.search(rf"\b{name}\b", root), name
+    for name in ("SEARCH2O_SERVE__WORKERS", "SEARCH2O_INSECURE_LOCAL_MODE", "SEARCH2O_PORT"):
+        assert re.search(rf"\b{name}\b", serve), name
+    hook = out(cli.ok("state", "conformance", "--help"))
+    assert re.search(r"\bSEARCH2O_STATE__HOOK_SECRET\b", hook)
 
 
 def test_no_arguments_shows_help(tmp_path: Path) -> None:

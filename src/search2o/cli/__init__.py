@@ -33,6 +33,12 @@ app = typer.Typer(
         "Start with `search2o demo`, then `search2o ingest PATH` and `search2o chat`. "
         "Settings come from SEARCH2O_* environment variables and an optional search2o.toml."
     ),
+    # Environment variable names go in the epilog, which spans the terminal: in an option's
+    # help cell (a narrow column at 80 columns) Rich cuts a long name with an ellipsis.
+    epilog=(
+        "Environment: SEARCH2O_DATA_DIR (--data-dir), SEARCH2O_DATABASE_URL (--database-url); "
+        "every setting: docs/configuration.md."
+    ),
     no_args_is_help=True,
     cls=OneLineUsageErrors,
     pretty_exceptions_enable=False,
@@ -44,13 +50,11 @@ app = typer.Typer(
 def _global(
     data_dir: Annotated[
         Path | None,
-        typer.Option(help="Data folder (SQLite file, keys). Env: SEARCH2O_DATA_DIR."),
+        typer.Option(help="Data folder (SQLite file, keys)."),
     ] = None,
     database_url: Annotated[
         str | None,
-        typer.Option(
-            help="SQLAlchemy URL, e.g. postgresql+psycopg://... Env: SEARCH2O_DATABASE_URL."
-        ),
+        typer.Option(help="SQLAlchemy URL, e.g. postgresql+psycopg://..."),
     ] = None,
 ) -> None:
     set_global_options(data_dir, database_url)
@@ -63,7 +67,7 @@ app.add_typer(knowledge.documents_app, name="documents", rich_help_panel="Knowle
 app.command(rich_help_panel="Chat")(chat.chat)
 app.command(rich_help_panel="Chat")(chat.ask)
 app.command(rich_help_panel="Run")(server.demo)
-app.command(rich_help_panel="Run")(server.serve)
+app.command(rich_help_panel="Run", epilog=server.SERVE_EPILOG)(server.serve)
 app.command(rich_help_panel="Run")(worker.worker)
 app.add_typer(server.db_app, name="db", rich_help_panel="Admin")
 app.add_typer(accounts.users_app, name="users", rich_help_panel="Admin")

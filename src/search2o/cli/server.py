@@ -42,7 +42,7 @@ from search2o.observability.metrics import MULTIPROC_ENV
 from search2o.runtime import Runtime
 from search2o.stop_signals import StartupStopped, StopGuard, stop_guard
 
-__all__ = ["db_app", "demo", "serve"]
+__all__ = ["SERVE_EPILOG", "db_app", "demo", "serve"]
 
 db_app = typer.Typer(help="Database schema: migrate and inspect.", no_args_is_help=True)
 
@@ -58,6 +58,12 @@ DEMO_TURNS = (
     "What is the wifi password of the Paris office?",
 )
 
+
+SERVE_EPILOG = (
+    "Environment: SEARCH2O_SERVE__WORKERS (--workers), SEARCH2O_INSECURE_LOCAL_MODE "
+    "(--insecure-local-mode), SEARCH2O_HOST (--host), SEARCH2O_PORT (--port)."
+)
+"""``serve --help``'s last paragraph: the environment variables of its options, full width."""
 
 IngestOpt = Annotated[
     list[Path] | None,
@@ -79,7 +85,7 @@ def serve(
             min=1,
             max=64,
             help="HTTP worker processes, 1-64 (default serve.workers, 1); more than one needs "
-            "PostgreSQL. Env: SEARCH2O_SERVE__WORKERS.",
+            "PostgreSQL.",
             show_default=False,
         ),
     ] = None,
@@ -88,7 +94,7 @@ def serve(
         typer.Option(
             "--insecure-local-mode",
             help="Serve local single-user mode (no token, everyone is the local admin) on a "
-            "non-loopback address anyway. Env: SEARCH2O_INSECURE_LOCAL_MODE.",
+            "non-loopback address anyway.",
         ),
     ] = False,
 ) -> None:

@@ -21,7 +21,11 @@ __all__ = ["state_app"]
 state_app = typer.Typer(help="Conversation state of the Agent Engine.", no_args_is_help=True)
 
 
-@state_app.command("conformance")
+@state_app.command(
+    "conformance",
+    # The variables here, full width: in an option's narrow help cell Rich cuts a long name.
+    epilog="Environment: SEARCH2O_STATE__HOOKS (--url), SEARCH2O_STATE__HOOK_SECRET (--secret).",
+)
 @handle_errors
 def conformance(
     url: Annotated[
@@ -29,6 +33,7 @@ def conformance(
         typer.Option(
             help="The hook's base URL (requests go to URL/save, /restore, /delete).",
             envvar="SEARCH2O_STATE__HOOKS",
+            show_envvar=False,
         ),
     ],
     secret: Annotated[
@@ -36,6 +41,7 @@ def conformance(
         typer.Option(
             help="The HMAC-SHA256 signing secret shared with the hook.",
             envvar="SEARCH2O_STATE__HOOK_SECRET",
+            show_envvar=False,
         ),
     ],
     # The bounds of state.hook_timeout_s.
