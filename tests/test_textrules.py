@@ -40,6 +40,14 @@ def test_too_long_names_the_limit_and_the_setting() -> None:
     assert check_text("x" * 10, "message", max_chars=10) == "x" * 10
 
 
+def test_the_length_is_counted_as_received_like_the_documents_max_length() -> None:
+    # "\n" plus 10 characters is 11 as sent: over a limit of 10, though 10 once stripped.
+    with pytest.raises(InputError) as caught:
+        check_text("\n" + "x" * 10, "message", max_chars=10)
+    assert caught.value.reason == "is 11 characters long; the limit is 10"
+    assert check_text(" " + "x" * 9, "message", max_chars=10) == "x" * 9
+
+
 def test_empty_may_be_allowed() -> None:
     assert check_text("", "title", allow_empty=True) == ""
     with pytest.raises(InputError):

@@ -88,3 +88,21 @@ def test_an_email_is_lower_cased_without_changing_its_length() -> None:
     assert normalize_email("  Ada@Example.COM ") == "ada@example.com"
     # U+0130 lower-cases to two characters; it is kept, so the length holds.
     assert normalize_email("\u0130@example.com") == "\u0130@example.com"
+
+
+@pytest.mark.parametrize(("sent", "read"), [(76, 76), (76.0, 76), (3.0, 3), (1e3, 1000)])
+def test_an_integer_is_read_as_json_schema_reads_it(sent: object, read: int) -> None:
+    from search2o.wire.schemas import SearchRequest
+
+    assert SearchRequest.model_validate({"query": "x", "k": sent}).k == read
+
+
+@pytest.mark.parametrize("sent", ["76", True, 76.5, None, [76]])
+def test_what_json_schema_calls_no_integer_is_refused(sent: object) -> None:
+    from pydantic import ValidationError
+
+    from search2o.wire.schemas import SearchRequest
+
+    with pytest.raises(ValidationError) as refused:
+        SearchRequest.model_validate({"query": "x", "k": sent})
+    assert refused.value.errors()[0]["loc"] == ("k",)

@@ -55,7 +55,8 @@ def check_text(
     Args:
         value: the text as received.
         field: the name the error uses (``message``, ``query``, ``inputs.city``).
-        max_chars: the longest accepted text, in code points, after stripping.
+        max_chars: the longest accepted text, in code points, counted as received (before
+            stripping), as the API document's ``maxLength`` counts it.
         strip: remove outer whitespace first.
         allow_empty: accept an empty (or all-whitespace) text.
         setting: the setting that holds ``max_chars``, named in the error
@@ -72,9 +73,9 @@ def check_text(
     problem = text_problem(text)
     if problem is not None:
         raise InputError(field, problem)
-    if max_chars is not None and len(text) > max_chars:
+    if max_chars is not None and len(value) > max_chars:
         where = f" ({setting})" if setting else ""
-        raise InputError(field, f"is {len(text)} characters long; the limit is {max_chars}{where}")
+        raise InputError(field, f"is {len(value)} characters long; the limit is {max_chars}{where}")
     return text
 
 

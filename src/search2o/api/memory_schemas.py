@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from search2o.wire.fields import NAME_PATTERN, text_field
+from search2o.wire.fields import NAME_PATTERN, JsonInt, text_field
 from search2o.wire.names import json_rule
 
 __all__ = [
@@ -41,7 +41,7 @@ class MemorySearchRequest(BaseModel):
         description="only memories with this label",
         json_schema_extra=json_rule(NAME_PATTERN, 64),
     )
-    limit: StrictInt = Field(default=10, ge=1, description="most matches, 1..memory.max_limit")
+    limit: JsonInt = Field(default=10, ge=1, description="most matches, 1..memory.max_limit")
 
 
 class MemoryPublic(BaseModel):

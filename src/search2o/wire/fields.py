@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, StrictInt
 
 __all__ = [
     "EMAIL_PATTERN",
@@ -13,6 +13,7 @@ __all__ = [
     "NAME_PATTERN",
     "PATH_PATTERN",
     "TEXT_PATTERN",
+    "JsonInt",
     "at_least_one",
     "text_field",
 ]
@@ -50,6 +51,19 @@ NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
 """An agent name or a memory label as the document states it: the ASCII part of the engine's
 rule, ``\\w[\\w.-]*`` with Python's Unicode ``\\w`` (:mod:`search2o.memory.changes`), so
 every name the document allows is accepted; lengths are the fields'."""
+
+
+def _integral(value: Any) -> Any:
+    """Return an integral float (``76.0``) as its int; anything else unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[StrictInt, BeforeValidator(_integral)]
+"""An integer as JSON Schema reads ``"type": "integer"`` (2020-12, section 6.1.1 of the
+validation vocabulary: a number with a zero fractional part): ``76`` and ``76.0`` are accepted,
+``"76"``, ``true`` and ``76.5`` refused."""
 
 
 def at_least_one(types: dict[str, str]) -> dict[str, Any]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from search2o.wire.fields import text_field
+from search2o.wire.fields import JsonInt, text_field
 
 __all__ = [
     "DocumentPublic",
@@ -28,7 +28,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: StrictStr = text_field("free text; not empty, at most knowledge.max_query_chars")
-    k: StrictInt = Field(default=5, ge=1, description="1..knowledge.max_k")
+    k: JsonInt = Field(default=5, ge=1, description="1..knowledge.max_k")
 
 
 class SearchHitPublic(BaseModel):

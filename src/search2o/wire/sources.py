@@ -8,7 +8,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+from search2o.wire.fields import JsonInt
 
 __all__ = [
     "SOURCE_NAME_PATTERN",
@@ -39,7 +41,7 @@ class SourceCreate(BaseModel):
     credentials: dict[str, StrictStr] | None = Field(
         default=None, description="the connector's secrets; sealed, never returned"
     )
-    schedule_s: StrictInt | None = Field(
+    schedule_s: JsonInt | None = Field(
         default=None, ge=60, le=2_592_000, description="sync every N seconds; null: manual"
     )
 
@@ -51,7 +53,7 @@ class SourcePatch(BaseModel):
 
     settings: dict[str, Any] | None = None
     credentials: dict[str, StrictStr] | None = None
-    schedule_s: StrictInt | None = Field(default=None, ge=60, le=2_592_000)
+    schedule_s: JsonInt | None = Field(default=None, ge=60, le=2_592_000)
     manual: StrictBool = Field(default=False, description="true: sync only on demand")
 
 

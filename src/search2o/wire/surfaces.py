@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
+from search2o.wire.fields import JsonInt
 from search2o.wire.names import (
     DEFAULT_CODE_MINUTES,
     ID_PATTERN,
@@ -45,7 +46,7 @@ class LinkCodeRequest(BaseModel):
         description="the only surface the code links on, e.g. slack; null for any",
         json_schema_extra=json_rule(SURFACE_PATTERN, MAX_SURFACE_CHARS),
     )
-    minutes: StrictInt = Field(
+    minutes: JsonInt = Field(
         default=DEFAULT_CODE_MINUTES,
         ge=1,
         le=MAX_CODE_MINUTES,
