@@ -16,7 +16,7 @@ def mcp_stdio(as_user: AsOpt = None) -> None:
     VS Code). It searches as the --as user (default: the local user), under their access
     rights; needs the `mcp` extra.
     """
-    from search2o.surfaces.mcp.extension import EXTRA
+    from search2o.surfaces.mcp.settings import EXTRA
 
     EXTRA.check("`search2o mcp`")
     from search2o.surfaces.mcp.stdio import serve_stdio

@@ -12,8 +12,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from search2o.errors import MissingExtraError
-from search2o.extensions import Extension, Extra, OpenRoute
-from search2o.surfaces.mcp.settings import McpSettings, mcp_settings
+from search2o.extensions import Extension, OpenRoute
+from search2o.surfaces.mcp.settings import EXTRA, McpSettings, mcp_settings
 
 if TYPE_CHECKING:
     import typer
@@ -21,19 +21,9 @@ if TYPE_CHECKING:
 
     from search2o.runtime import Runtime
 
-__all__ = ["EXTENSION", "EXTRA"]
+__all__ = ["EXTENSION"]
 
 log = logging.getLogger("search2o.api")
-
-
-def _asked_by(settings: object) -> str | None:
-    """Return ``mcp.enabled`` when it is set to true explicitly (file or environment)."""
-    section = mcp_settings(settings)
-    return "mcp.enabled" if section.enabled and "enabled" in section.model_fields_set else None
-
-
-EXTRA = Extra("mcp", ("mcp", "joserfc"), "the MCP server", _asked_by)
-"""The MCP SDK and joserfc; required when ``mcp.enabled`` is set, optional by default."""
 
 
 def _add_routes(app: FastAPI, runtime: Runtime) -> AbstractAsyncContextManager[None] | None:

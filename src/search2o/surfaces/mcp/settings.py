@@ -13,13 +13,14 @@ from pydantic import (
     field_validator,
 )
 
+from search2o.extensions import Extra
 from search2o.netpolicy import url_problem
 from search2o.settings_base import section_of
 
 if TYPE_CHECKING:
     from search2o.config import Settings
 
-__all__ = ["McpSettings", "mcp_settings", "public_url"]
+__all__ = ["EXTRA", "McpSettings", "mcp_settings", "public_url"]
 
 
 # Asymmetric JWS algorithms only (RFC 7518 section 3.1, RFC 8037): never "none" or HMAC.
@@ -128,3 +129,13 @@ def mcp_settings(settings: object) -> McpSettings:
 
     """
     return section_of(settings, "mcp", McpSettings)
+
+
+def _asked_by(settings: object) -> str | None:
+    """Return ``mcp.enabled`` when it is set to true explicitly (file or environment)."""
+    section = mcp_settings(settings)
+    return "mcp.enabled" if section.enabled and "enabled" in section.model_fields_set else None
+
+
+EXTRA = Extra("mcp", ("mcp", "joserfc"), "the MCP server", _asked_by)
+"""The MCP SDK and joserfc; required when ``mcp.enabled`` is set, optional by default."""

@@ -78,7 +78,7 @@ def slack_socket() -> None:
     Needs slack.app_token. Questions are recorded and enqueued here; `search2o serve` (or
     `search2o worker`) runs the answer jobs.
     """
-    from search2o.surfaces.slack.extension import EXTRA
+    from search2o.surfaces.slack.settings import EXTRA
 
     EXTRA.check("`search2o slack socket`")
     from search2o.surfaces.slack.socket import run_socket

@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from search2o.extensions import Extension, Extra, OpenRoute
-from search2o.surfaces.slack.settings import SlackSettings, slack_settings
+from search2o.extensions import Extension, OpenRoute
+from search2o.surfaces.slack.settings import EXTRA, SlackSettings, slack_settings
 
 if TYPE_CHECKING:
     import typer
@@ -23,18 +23,9 @@ if TYPE_CHECKING:
     from search2o.jobs.registry import JobRegistry
     from search2o.runtime import Runtime
 
-__all__ = ["EXTENSION", "EXTRA"]
+__all__ = ["EXTENSION"]
 
 log = logging.getLogger("search2o.api")
-
-
-def _asked_by(settings: object) -> str | None:
-    """Return the setting that turns the surface on (both tokens set), or ``None``."""
-    return "slack.bot_token" if slack_settings(settings).configured else None
-
-
-EXTRA = Extra("slack", ("slack_sdk",), "the Slack surface", _asked_by)
-"""Slack's SDK (the Web API and Socket Mode clients), needed once the surface is configured."""
 
 
 def _add_kinds(registry: JobRegistry, runtime: Runtime) -> None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from search2o.errors import ProviderError
-from search2o.surfaces.slack.extension import EXTRA
-from search2o.surfaces.slack.settings import SlackSettings
+from search2o.surfaces.slack.settings import EXTRA, SlackSettings
 
 __all__ = ["BOT_EVENTS", "BOT_SCOPES", "check", "manifest"]
 

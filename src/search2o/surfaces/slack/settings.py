@@ -12,10 +12,11 @@ from pydantic import (
     field_validator,
 )
 
+from search2o.extensions import Extra
 from search2o.settings_base import section_of, token_url
 from search2o.surfaces.settings import MessengerSettings
 
-__all__ = ["SlackSettings", "slack_settings"]
+__all__ = ["EXTRA", "SlackSettings", "slack_settings"]
 
 
 class SlackSettings(MessengerSettings):
@@ -91,3 +92,12 @@ def slack_settings(settings: object) -> SlackSettings:
 
     """
     return section_of(settings, "slack", SlackSettings)
+
+
+def _asked_by(settings: object) -> str | None:
+    """Return the setting that turns the surface on (both tokens set), or ``None``."""
+    return "slack.bot_token" if slack_settings(settings).configured else None
+
+
+EXTRA = Extra("slack", ("slack_sdk",), "the Slack surface", _asked_by)
+"""Slack's SDK (the Web API and Socket Mode clients), needed once the surface is configured."""
