@@ -41,6 +41,7 @@ __all__ = [
     "MessageId",
     "Offset",
     "UploadPath",
+    "UserEmail",
     "Workspace",
 ]
 
@@ -63,6 +64,14 @@ AgentName = Annotated[
         max_length=100,
         description="an agent's name",
         json_schema_extra=json_rule(NAME_PATTERN, 100),
+    ),
+]
+UserEmail = Annotated[
+    str,
+    Path(
+        max_length=320,
+        description="the user's email",
+        json_schema_extra=json_rule(EMAIL_PATTERN, 320),
     ),
 ]
 MemoryLabel = Annotated[

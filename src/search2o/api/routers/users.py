@@ -7,32 +7,20 @@ can be neither demoted nor removed (409).
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Response
 
 from search2o import accounts
 from search2o.api.deps import AdminUser, RuntimeDep
 from search2o.api.jsonbody import StrictJsonRoute
 from search2o.api.me_schemas import UserCreate, UserListPublic, UserPatch, UserPublic
 from search2o.api.openapi import error_responses
+from search2o.api.params import UserEmail
 from search2o.storage.models import User
 from search2o.user_admin import UserChange, remove_user, update_user
-from search2o.wire.fields import EMAIL_PATTERN
-from search2o.wire.names import json_rule
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["admin"], route_class=StrictJsonRoute)
-
-UserEmail = Annotated[
-    str,
-    Path(
-        max_length=320,
-        description="the user's email",
-        json_schema_extra=json_rule(EMAIL_PATTERN, 320),
-    ),
-]
 
 
 def _public(user: User) -> UserPublic:
