@@ -3,12 +3,13 @@
 Every error the product raises on purpose is a :class:`Search2oError`. Third-party errors are
 mapped at the boundary (``raise StorageError(...) from exc``). The HTTP API maps each class to
 exactly one status in :data:`search2o.wire.errors.STATUS_BY_ERROR`; the CLI exits with code 2 on
-an :class:`InputError` and 1 on any other :class:`Search2oError`.
+an :class:`InputError` or a :class:`MissingExtraError` and 1 on any other :class:`Search2oError`.
 
 Tree::
 
     Search2oError
     ├── ConfigError                  settings are missing or inconsistent        (500)
+    │   └── MissingExtraError        an optional install (extra) is missing      (500)
     ├── InputError                   a request/CLI value breaks a rule           (422)
     │   ├── UnsupportedFileError     a file type no loader reads                 (422)
     │   ├── CorruptFileError         a file a loader cannot parse                (422)

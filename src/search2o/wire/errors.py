@@ -15,6 +15,7 @@ __all__ = ["STATUS_BY_ERROR"]
 STATUS_BY_ERROR: dict[type[errors.Search2oError], int] = {
     errors.Search2oError: 500,
     errors.ConfigError: 500,
+    errors.MissingExtraError: 500,
     errors.InputError: 422,
     errors.UnsupportedFileError: 422,
     errors.CorruptFileError: 422,
