@@ -295,3 +295,21 @@ def test_a_sweep_repairs_once_and_reports_what_it_did(queue: JobQueue) -> None:
     purge_at = later + timedelta(days=queue.settings.keep_finished_days, seconds=1)
     assert queue.sweep(purge_at).purged == 2
     assert queue.list_jobs() == []
+
+
+def test_every_ended_job_gives_freed_memory_back(
+    queue: JobQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a job freed (an ingest's model batches, its rows) is returned to the system once
+    # the job ends, done or failed; bench/ingest_memory.py measures the effect on a server.
+    calls: list[str] = []
+    monkeypatch.setattr(
+        "search2o.jobs.delivery.release_free_memory", lambda: bool(calls.append("released"))
+    )
+    queue.start_consumer(1)
+    done = queue.wait(queue.enqueue("test.effect", {}).id, 30)
+    assert done.state == "done"
+    wait_until(lambda: len(calls) >= 1, 10, "memory released after a done job")
+    failed = queue.wait(queue.enqueue("test.fail", {"bad_input": True}).id, 30)
+    assert failed.state == "failed"
+    wait_until(lambda: len(calls) >= 2, 10, "memory released after a failed job")

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from search2o.errors import ConfigError, InputError, Search2oError
+from search2o.heap import release_free_memory
 from search2o.jobs import ledger
 from search2o.jobs.context import JobContext, JobInterrupted, JobLeaseLost
 from search2o.jobs.registry import JobRegistry
@@ -184,6 +185,7 @@ class Deliveries:
         finally:
             with self._lock:
                 self._running.pop(job_id, None)
+            release_free_memory()  # what an ingest's model batches and rows freed goes back
 
     def _attempt_failed(self, ctx: JobContext, exc: Exception) -> None:
         error = describe_error(exc, ctx.job_id, self.settings.max_error_chars)

@@ -50,6 +50,7 @@ log = logging.getLogger("search2o.knowledge")
 # documents.source is a String(2000) column; PostgreSQL refuses longer values (SQLite would not).
 _MAX_SOURCE_CHARS: int = getattr(Document.__table__.c.source.type, "length", None) or 2000
 _MAX_REASON_CHARS = 300
+_STORE_BATCH = 500  # chunks built, flushed and let go at a time by write_document
 
 
 class _Stage:
@@ -418,24 +419,28 @@ class Ingestor:
             _tag(document, origin)
         session.flush()
         self.set_access(session, document, access)
-        rows = [
-            Chunk(
-                document_id=document.id,
-                ordinal=p.ordinal,
-                heading=" > ".join(p.heading_path),
-                heading_path=list(p.heading_path),
-                text=p.text,
-                token_count=p.token_count,
-                text_hash=hashes[i] if hashes is not None else None,
+        # In slices: the rows of one slice are written and dropped before the next is built, so
+        # a 3,000-chunk document never holds 6,000 ORM objects (one transaction all the same).
+        for start in range(0, len(pieces), _STORE_BATCH):
+            rows = [
+                Chunk(
+                    document_id=document.id,
+                    ordinal=p.ordinal,
+                    heading=" > ".join(p.heading_path),
+                    heading_path=list(p.heading_path),
+                    text=p.text,
+                    token_count=p.token_count,
+                    text_hash=hashes[i] if hashes is not None else None,
+                )
+                for i, p in enumerate(pieces[start : start + _STORE_BATCH], start)
+            ]
+            session.add_all(rows)
+            session.flush()
+            session.add_all(
+                ChunkEmbedding(chunk_id=row.id, model_id=self.embedder.model_id, embedding=vector)
+                for row, vector in zip(rows, vectors[start : start + _STORE_BATCH], strict=True)
             )
-            for i, p in enumerate(pieces)
-        ]
-        session.add_all(rows)
-        session.flush()
-        session.add_all(
-            ChunkEmbedding(chunk_id=row.id, model_id=self.embedder.model_id, embedding=vector)
-            for row, vector in zip(rows, vectors, strict=True)
-        )
+            session.flush()
         bump_counter(session, KNOWLEDGE_COUNTER)
         session.flush()
         return document, status

