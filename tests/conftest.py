@@ -260,10 +260,41 @@ def same_runtime(tmp_path: Path, database_url: str, embedder: MemoEmbedder) -> I
 _MAIN_CONFIG: list[pytest.Config] = []
 
 
+# The test files that take longest, longest first (``--durations`` of full runs on 2 cores).
+LONG_FILES = (
+    "tests/api/test_schemathesis.py",  # ~12 min: four fuzzing runs
+    "tests/test_bench_smoke.py",  # ~10 min: every bench at a tiny size
+    "tests/test_gates.py",  # ~4-6 min: mypy over the whole package
+    "tests/ops/test_faults.py",
+    "tests/test_cli.py",
+    "tests/ops/test_scale.py",
+    "tests/connectors/test_kill_and_resume.py",
+    "tests/query/test_cited_sections.py",
+    "tests/knowledge/test_isolation.py",
+    "tests/ops/test_deploy.py",
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the configuration of the run's main process (not of an xdist worker)."""
+    """Keep the main process's configuration; hand out the longest test files first.
+
+    ``-n 2 --dist loadfile`` gives each worker whole files, by default the files with the
+    most tests first (xdist's ``loadscopereorder``), which left a file of two long tests (mypy)
+    for the end, alone on one worker, minutes after the other had finished. Longest first
+    (Graham, "Bounds on multiprocessing timing anomalies", 1969) ends both workers together:
+    the reordering is turned off and :func:`pytest_collection_modifyitems` puts
+    :data:`LONG_FILES` first.
+    """
     if not hasattr(config, "workerinput"):
         _MAIN_CONFIG.append(config)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`LONG_FILES` to the front, in that order (a stable sort)."""
+    rank = {path: position for position, path in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

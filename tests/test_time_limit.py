@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import LONG_FILES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HANGING = """
@@ -76,3 +78,9 @@ def test_a_hanging_test_fails_by_the_limit_with_every_threads_stack(
     assert "Stack of server-that-never-answers" in out, out
     assert "lock.acquire()" in out and "client.recv(1)" in out, out
     assert elapsed < 60, f"the limit took {elapsed:.0f} s to end two 2-second hangs"
+
+
+def test_the_long_files_handed_out_first_exist() -> None:
+    # tests/conftest.py LONG_FILES: a renamed file would silently lose its place at the front.
+    missing = [path for path in LONG_FILES if not (ROOT / path).is_file()]
+    assert not missing, f"LONG_FILES names files that do not exist: {missing}"
