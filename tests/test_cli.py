@@ -306,10 +306,17 @@ def test_ingest_reports_skipped_files_and_a_summary(cli: Cli, docs: Path) -> Non
     assert "binary" in skipped[0].split(": ", 1)[1]
     summary = out(result).strip().splitlines()[-1]
     assert summary.startswith("2 files: 1 added, 0 updated, 0 unchanged, 1 skipped; ")
-    assert re.search(r"; [1-9]\d* chunks in \d+\.\d s$", summary)
+    written = re.search(r"; ([1-9]\d*) chunks \((\d+) embedded\) in \d+\.\d s$", summary)
+    assert written and written[1] == written[2], summary
 
     again = out(cli.ok("ingest", str(docs))).strip().splitlines()[-1]
-    assert again.startswith("2 files: 0 added, 0 updated, 1 unchanged, 1 skipped; 0 chunks")
+    assert again.startswith("2 files: 0 added, 0 updated, 1 unchanged, 1 skipped; 0 chunks (0 ")
+
+    # One paragraph more: the file is written again, but only the chunk it touched is embedded.
+    (docs / "good.md").write_text(GOOD_MD + "\n\nThe canteen opens at noon on Fridays.\n")
+    edited = out(cli.ok("ingest", str(docs))).strip().splitlines()[-1]
+    embedded = re.search(r"\((\d+) embedded\)", edited)
+    assert "1 updated" in edited and embedded and 1 <= int(embedded[1]) <= 2, edited
 
     restricted = out(cli.ok("ingest", str(docs / "good.md"), "--group", "hr"))
     assert "1 updated" in restricted

@@ -137,12 +137,18 @@ class IngestSummary:
         """Chunks written in this batch (unchanged files count zero)."""
         return sum(o.chunks for o in self.outcomes if o.status in ("added", "updated"))
 
+    @property
+    def embedded(self) -> int:
+        """Chunks that went through the model (the rest reused a stored vector of their text)."""
+        return sum(o.embedded for o in self.outcomes)
+
     def line(self) -> str:
-        """One summary line for people."""
+        """One summary line for people: ``... skipped; 12 chunks (3 embedded) in 1.2 s``."""
         return (
             f"{len(self.outcomes)} files: {self.count('added')} added, "
             f"{self.count('updated')} updated, {self.count('unchanged')} unchanged, "
-            f"{self.count('skipped')} skipped; {self.chunks} chunks in {self.seconds:.1f} s"
+            f"{self.count('skipped')} skipped; {self.chunks} chunks ({self.embedded} embedded) "
+            f"in {self.seconds:.1f} s"
         )
 
 
