@@ -37,6 +37,7 @@ __all__ = [
     "INT32_MAX",
     "INT64_MAX",
     "OneLineUsageErrors",
+    "SafeConsole",
     "confirm",
     "console",
     "err_console",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
@@ -19,6 +19,7 @@ from search2o.cli.common import (
     open_runtime,
     print_json,
 )
+from search2o.cli.ingest_progress import IngestProgress
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.ingest import IngestOutcome, IngestSummary
 from search2o.knowledge.search import SearchResult
@@ -47,41 +48,31 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 
 def run_ingest(runtime: Runtime, paths: list[Path], access: AccessList) -> IngestSummary:
-    """Ingest ``paths`` with a Rich progress bar; print skipped files and one summary line."""
-    progress = Progress(
-        TextColumn("[bold]ingesting"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    )
-    task = progress.add_task("", total=None)
+    """Ingest ``paths``, showing progress; print skipped files and one summary line.
 
-    def on_total(count: int) -> None:
-        progress.update(task, total=count)
+    Progress is :class:`~search2o.cli.ingest_progress.IngestProgress` on stderr; a file whose
+    access list changed is printed too.
+    """
+    with IngestProgress(err_console) as progress:
 
-    def on_file(outcome: IngestOutcome) -> None:
-        progress.update(task, advance=1, description=Path(outcome.source).name)
-        if outcome.access_before is not None:
-            before = ", ".join(outcome.access_before) or "everyone"
-            now = ", ".join(sorted(access.entries())) or "everyone"
-            progress.console.print(
-                Text.assemble(
-                    ("access changed", "yellow"), f" {outcome.source}: {before} -> {now}"
-                ),
-                soft_wrap=True,
-            )
-        if outcome.status == "skipped":
-            progress.console.print(
-                Text.assemble(("skipped", "yellow"), f" {outcome.source}: {outcome.reason}"),
-                soft_wrap=True,
-            )
+        def on_file(outcome: IngestOutcome) -> None:
+            progress.done(outcome)
+            if outcome.access_before is not None:
+                before = ", ".join(outcome.access_before) or "everyone"
+                now = ", ".join(sorted(access.entries())) or "everyone"
+                err_console.print(
+                    Text.assemble(
+                        ("access changed", "yellow"), f" {outcome.source}: {before} -> {now}"
+                    ),
+                    soft_wrap=True,
+                )
+            if outcome.status == "skipped":
+                err_console.print(
+                    Text.assemble(("skipped", "yellow"), f" {outcome.source}: {outcome.reason}"),
+                    soft_wrap=True,
+                )
 
-    with progress:
-        summary = runtime.knowledge.ingest_paths(paths, access, on_file, on_total)
+        summary = runtime.knowledge.ingest_paths(paths, access, on_file, progress.total)
     console.print(summary.line(), highlight=False)
     return summary
 
