@@ -2,7 +2,7 @@
 
 CPython returns large blocks to the C allocator when they are freed, but glibc's ``malloc``
 keeps the freed pages of its heaps (one arena per thread that allocated, up to 8 per core) for
-later use: after embedding a 3,000-chunk document the server held +280 MB it no longer used,
+later use: after embedding a 2,400-chunk document the server held +414 MB it no longer used,
 measured by ``bench/ingest_memory.py``. ``malloc_trim(0)`` releases the free memory at the top
 of every arena and, since glibc 2.8, the free whole pages inside them (``malloc_trim(3)``, Linux
 man-pages). Other C libraries (musl, macOS) have no such call; there this does nothing.

@@ -32,7 +32,7 @@ class EmbeddingSettings(BaseModel):
     api_key: SecretStr | None = None
     dimensions: int | None = Field(default=None, ge=1, le=8192)
     # 32: the built-in model's forward pass holds batch x 12 heads x 256^2 attention scores
-    # (float32), so 64 doubled an ingest's peak memory for no speed (bench/ingest_memory.py).
+    # (float32), so 64 nearly doubled an ingest's peak memory for no speed (bench/ingest_memory.py).
     batch_size: int = Field(
         default=32, ge=1, le=2048, description="texts per model forward pass or endpoint call"
     )
