@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from search2o.errors import ProviderError
+from search2o.knowledge import ingest
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.store import KnowledgeStore
 from search2o.knowledge.vectorspace import embedding_text
@@ -213,35 +214,36 @@ def test_cli_ingest_of_a_folder_with_bad_files_finishes_it(cli: Cli, tmp_path: P
 
 
 def test_a_document_is_stored_in_slices_but_in_one_transaction(
-    runtime: Runtime, embedder: MemoEmbedder
+    runtime: Runtime, embedder: MemoEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 1,100 chunks: three slices of rows (search2o.knowledge.ingest._STORE_BATCH = 500). A
-    # failure in the second slice keeps the old version whole; a good write stores every chunk
-    # with its own vector.
+    # Slices of 50 rows (500 in production) over 120 chunks: a failure in the second slice
+    # keeps the old version whole; a good write stores every chunk with its own vector.
+    monkeypatch.setattr(ingest, "_STORE_BATCH", 50)
+
     def sections(poison_at: int | None) -> bytes:
         return "".join(
             f"## Part {i}\n\nSection {i} {'POISON' if i == poison_at else 'has its own'} text.\n\n"
-            for i in range(1100)
+            for i in range(120)
         ).encode()
 
     first = runtime.knowledge.ingest_bytes("upload:big.md", "big.md", GOOD.encode(), AccessList())
     assert first.status == "added"
     poison_chunks(runtime.database)
-    failed = runtime.knowledge.ingest_bytes("upload:big.md", "big.md", sections(700), AccessList())
+    failed = runtime.knowledge.ingest_bytes("upload:big.md", "big.md", sections(70), AccessList())
     assert failed.status == "skipped" and "could not be stored" in failed.reason, failed
     before = stored(runtime.database)
     assert before["counts"]["chunks"] == before["counts"]["chunk_embeddings"] == 1
     assert before["chunks"][0][1].startswith("Bicycles are parked")
 
     good = runtime.knowledge.ingest_bytes("upload:big.md", "big.md", sections(None), AccessList())
-    assert (good.status, good.chunks) == ("updated", 1100), good
+    assert (good.status, good.chunks) == ("updated", 120), good
     with runtime.database.session() as session:
         rows = session.execute(
             select(Chunk.ordinal, Chunk.heading_path, Chunk.text, ChunkEmbedding.embedding)
             .join(ChunkEmbedding, ChunkEmbedding.chunk_id == Chunk.id)
             .order_by(Chunk.ordinal)
         ).all()
-    assert [r.ordinal for r in rows] == list(range(1100))
-    for row in (rows[0], rows[499], rows[500], rows[1099]):
+    assert [r.ordinal for r in rows] == list(range(120))
+    for row in (rows[0], rows[49], rows[50], rows[119]):
         expected = embedder.embed([embedding_text(good.title, row.heading_path, row.text)])[0]
         assert np.allclose(np.asarray(row.embedding, dtype=np.float32), expected, atol=1e-5)
