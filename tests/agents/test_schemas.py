@@ -17,8 +17,11 @@ from tests.agents.test_interpreter import FakeServices, interpreter
 
 SECRET = "INTERNAL-SECRET-VALUE-42"
 EVIL = r"^([a-zA-Z0-9]+\s?)+$"
-# 30 characters that almost match: Python's re backtracks 2**30 ways on it.
+# 30 characters that almost match: Python's re backtracks 2**30 ways on it (minutes), while a
+# linear-time engine answers in microseconds; the bound below is far from both, so a busy
+# machine cannot fail the tests and a backtracking engine cannot pass them.
 HOSTILE = "a" * 29 + "!"
+LINEAR_S = 5.0
 
 
 class Internal:
@@ -129,7 +132,7 @@ def test_an_evil_pattern_runs_in_linear_time_and_still_decides_correctly() -> No
     schema = {"type": "string", "pattern": EVIL}
     start = time.perf_counter()
     refused = answer_problem(schema, HOSTILE)
-    assert time.perf_counter() - start < 0.1
+    assert time.perf_counter() - start < LINEAR_S
     assert refused is not None and "does not match" in refused
     assert answer_problem(schema, "hello big world") is None
     # and in the keys of an object, for patternProperties and additionalProperties
@@ -137,7 +140,7 @@ def test_an_evil_pattern_runs_in_linear_time_and_still_decides_correctly() -> No
     start = time.perf_counter()
     assert answer_problem(keyed, {HOSTILE: "x"}) is None  # the key does not match: unchecked
     assert answer_problem({**keyed, "additionalProperties": False}, {HOSTILE: 1}) is not None
-    assert time.perf_counter() - start < 0.1
+    assert time.perf_counter() - start < LINEAR_S
     assert "at abc" in str(answer_problem(keyed, {"abc": "not an integer"}))
     assert answer_problem({**keyed, "additionalProperties": False}, {"abc": 1}) is None
 
@@ -148,7 +151,7 @@ def test_an_evil_pattern_through_a_run_answers_fast() -> None:
     start = time.perf_counter()
     with pytest.raises(Exception, match="does not match the schema at name"):
         run.start()
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < LINEAR_S
 
 
 def test_patterns_re2_refuses_are_refused_at_upload_with_their_path() -> None:
@@ -185,9 +188,9 @@ def test_exponential_and_endless_schemas_are_bounded() -> None:
     defs["n40"] = {"type": "string"}
     exponential = {"$defs": defs, "$ref": "#/$defs/n0"}
     parse_definition(with_schema(exponential), profiles=["default"])
-    start = time.perf_counter()
+    # The budget is counted in steps, not seconds: its message proves it stopped the walk (a
+    # walk of 2**40 paths would instead run into this test's time limit).
     reason = answer_problem(exponential, 1)
-    assert time.perf_counter() - start < 2.0
     assert reason is not None and "could not be checked against the schema" in reason
     endless = {"$ref": "#"}
     assert "refers to itself without end" in str(answer_problem(endless, 1))
