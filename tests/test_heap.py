@@ -46,3 +46,11 @@ def test_a_c_library_without_malloc_trim_is_a_no_op(monkeypatch: pytest.MonkeyPa
         assert heap.release_free_memory() is False
     finally:
         heap._malloc_trim.cache_clear()
+
+
+def test_nothing_is_called_while_the_interpreter_shuts_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A job thread may end during shutdown; it must not reach into ctypes then.
+    monkeypatch.setattr(heap.sys, "is_finalizing", lambda: True)
+    assert heap.release_free_memory() is False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import sys
 from collections.abc import Callable
 
 __all__ = ["release_free_memory"]
@@ -36,8 +37,13 @@ def release_free_memory() -> bool:
     Costs a walk over the allocator's free lists (milliseconds for a heap of a few hundred MB);
     call it after a job, not per allocation. Never raises.
     """
-    trim = _malloc_trim()
-    if trim is None:
+    if sys.is_finalizing():  # a job thread ending while the interpreter shuts down
         return False
-    trim(0)
+    try:
+        trim = _malloc_trim()
+        if trim is None:
+            return False
+        trim(0)
+    except Exception:  # nothing to give back is never a job's failure
+        return False
     return True
