@@ -4,8 +4,10 @@ A connector wraps each request to its source in :meth:`Polite.call`:
 
 * at most ``requests_per_s`` calls a second for the source (a token bucket of one);
 * :class:`~search2o.connectors.contract.TransientSourceError` (a reset, a timeout, a 5xx) is
-  retried up to ``retries`` times with exponential backoff and full jitter (tenacity's
-  ``wait_random_exponential``; AWS Architecture Blog, "Exponential Backoff And Jitter");
+  retried up to ``retries`` times with exponential backoff and full jitter (``uniform(0,
+  min(30, 0.5 * 2**n))`` s, as tenacity's ``wait_random_exponential`` but drawn from our own
+  generator, never the process-wide ``random``; AWS Architecture Blog, "Exponential Backoff And
+  Jitter");
 * :class:`~search2o.connectors.contract.RetryLaterError` is waited out exactly as asked, never
   less (RFC 9110 section 10.2.3), when the wait is at most ``max_inline_wait_s``; a longer
   wait is raised to the engine, which checkpoints the sync and reschedules it instead of
@@ -16,12 +18,13 @@ A connector wraps each request to its source in :meth:`Polite.call`:
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from tenacity import RetryCallState, Retrying, wait_random_exponential
+from tenacity import RetryCallState, Retrying, wait_exponential
 
 from search2o.connectors.contract import (
     CredentialsRejectedError,
@@ -32,6 +35,10 @@ from search2o.connectors.contract import (
 __all__ = ["CREDENTIAL_TRIES", "Polite"]
 
 T = TypeVar("T")
+
+# Our own generator: the process-wide ``random`` state belongs to whoever embeds us (a seeded
+# simulation, a property-based test) and a sync thread must not move it under them.
+_JITTER = random.Random()
 
 CREDENTIAL_TRIES = 3
 """Tries of a request whose credentials are rejected before the source is stopped."""
@@ -80,7 +87,7 @@ class Polite:
         error = state.outcome.exception() if state.outcome is not None else None
         if isinstance(error, RetryLaterError):
             return error.after_s
-        return float(wait_random_exponential(multiplier=0.5, max=30)(state))
+        return _JITTER.uniform(0, float(wait_exponential(multiplier=0.5, max=30)(state)))
 
     def _retry(self, state: RetryCallState) -> bool:
         """Whether the failed attempt of ``state`` is worth another."""

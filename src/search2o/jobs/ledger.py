@@ -96,6 +96,12 @@ class Claim:
     owner_id: int | None
 
 
+# The jitter's own generator (seeded from os.urandom): the process-wide ``random`` state belongs
+# to whoever embeds us (a seeded simulation, a property-based test) and a job thread must not
+# move it under them.
+_JITTER = random.Random()
+
+
 def backoff_delay(
     attempt: int, base_s: float, max_s: float, rng: random.Random | None = None
 ) -> float:
@@ -108,7 +114,7 @@ def backoff_delay(
     """
     exponent = min(max(attempt - 1, 0), 60)  # 2**60 s is beyond any cap; avoids overflow
     capped = min(max_s, base_s * 2.0**exponent)
-    return capped / 2 + (rng or random).uniform(0, capped / 2)
+    return capped / 2 + (rng or _JITTER).uniform(0, capped / 2)
 
 
 @dataclass(frozen=True)
