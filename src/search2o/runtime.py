@@ -114,8 +114,14 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> Embedder:
-        """The configured embedding model (built on first use)."""
-        return build_embedder(self.settings.embedding)
+        """The configured embedding model (built on first use).
+
+        An unset ``embedding.onnx_dir`` is ``<data_dir>/models``.
+        """
+        settings = self.settings.embedding
+        if settings.onnx_dir is None:
+            settings = settings.model_copy(update={"onnx_dir": self.settings.data_dir / "models"})
+        return build_embedder(settings)
 
     @cached_property
     def knowledge(self) -> KnowledgeStore:

