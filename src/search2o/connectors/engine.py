@@ -9,7 +9,8 @@ In order (docs/connectors.md; DESIGN.md, "Sources and sync"):
    ``ListingEnd(complete=True)``;
 3. **diff** against the stored versions: new, changed, access-only, unchanged, missing;
 4. **fetch** only new and changed documents, ``batch_size`` at a time, ``fetch_concurrency``
-   at once, politely (:mod:`~search2o.connectors.politeness`);
+   at once, politely (:mod:`~search2o.connectors.politeness`); with ``connectors.fan_out``
+   the batches are jobs every consumer shares (:mod:`~search2o.connectors.fanout`);
 5. **write** each through the Knowledge Store in one transaction: an unchanged content hash
    stores the new version alone, a changed one embeds only the chunks whose text is new
    (:mod:`search2o.knowledge.reuse`); an access-only change rewrites the access list alone;
@@ -29,19 +30,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
 from search2o.connectors.access import map_access
+from search2o.connectors.batch import BatchWriter, document_source, failure_reason
 from search2o.connectors.contract import (
     Connector,
     CredentialsRejectedError,
     CursorRejectedError,
-    Fetched,
     Listed,
     ListingEnd,
     RetryLaterError,
@@ -51,9 +51,11 @@ from search2o.connectors.report import Progress, SyncCounts, SyncReport
 from search2o.connectors.settings import ConnectorsSettings
 from search2o.connectors.sources import Sources, lease_holder
 from search2o.errors import ConflictError, Search2oError
-from search2o.knowledge.ingest import Origin
 from search2o.knowledge.store import KnowledgeStore
 from search2o.storage.models import Document, DocumentAccess, Source, utcnow
+
+if TYPE_CHECKING:
+    from search2o.connectors.fanout import BatchOutcome, FanOut
 
 __all__ = ["SyncEngine"]
 
@@ -89,6 +91,8 @@ class SyncEngine:
         sources: the configured sources.
         settings: the ``connectors`` section.
         sleep: how to wait (tests pass a recorder).
+        fan_out: with ``connectors.fan_out``, what runs batches as jobs on the queue
+            (:mod:`search2o.connectors.fanout`); ``None``: this process runs every batch.
 
     """
 
@@ -98,11 +102,13 @@ class SyncEngine:
         sources: Sources,
         settings: ConnectorsSettings,
         sleep: Callable[[float], None] = time.sleep,
+        fan_out: FanOut | None = None,
     ) -> None:
         self.knowledge = knowledge
         self.sources = sources
         self.settings = settings
         self.sleep = sleep
+        self.fan_out = fan_out
 
     def sync(
         self,
@@ -179,6 +185,14 @@ class _Run:
             self.settings.max_inline_wait_s,
             sleep=engine.sleep,
         )
+        self.writer = BatchWriter(
+            engine.knowledge,
+            row.id,
+            row.name,
+            self.counts,
+            self.polite,
+            self.settings.fetch_concurrency,
+        )
         self.engine.sources.renew(
             row.id,
             holder,
@@ -237,7 +251,8 @@ class _Run:
         except (_StopError, CursorRejectedError):
             raise
         except Exception as exc:  # the feed failed: nothing applied, nothing deleted
-            return self._finish(False, f"the changes feed failed: {_reason(exc)}; nothing deleted")
+            reason = failure_reason(exc)
+            return self._finish(False, f"the changes feed failed: {reason}; nothing deleted")
         listed = {item.key: item for item in changes.changed if self._valid(item)}
         self.counts.listed += len(listed)
         self._apply(connector, listed, stored)
@@ -303,7 +318,7 @@ class _Run:
                 item.access is not None
                 and (access := map_access(item.access)[0]).entries() != known.access
             ):
-                self.engine.knowledge.set_access(self._source(key), access)
+                self.engine.knowledge.set_access(document_source(self.row.name, key), access)
                 self.counts.updated += 1
             elif known.updated_at < self.started_at:
                 self.counts.unchanged += 1  # written by this sync before a resume: counted then
@@ -311,48 +326,43 @@ class _Run:
         if total:
             self.progress("fetching", self.counts, total)
         size = self.settings.batch_size
-        with ThreadPoolExecutor(self.settings.fetch_concurrency) as pool:
-            for start in range(0, total, size):
-                batch = fetch[start : start + size]
-                results = list(pool.map(self._fetch(connector), batch))
-                for key, result in zip(batch, results, strict=True):
-                    self._write(key, result)
-                self._save()
-                self.progress("fetching", self.counts, total)
-
-    def _fetch(self, connector: Connector) -> Callable[[str], Fetched | BaseException]:
-        def one(key: str) -> Fetched | BaseException:
-            try:
-                return self.polite.call(lambda: connector.fetch(key))
-            except Exception as exc:
-                return exc
-
-        return one
-
-    def _write(self, key: str, result: Fetched | BaseException) -> None:
-        if isinstance(result, CredentialsRejectedError):
-            raise self._rejected(result)
-        if isinstance(result, RetryLaterError):
-            raise self._later(result)
-        if isinstance(result, BaseException):
-            reason = _reason(result)
-            self.counts.fail(key, f"could not be fetched: {reason}")
+        batches = [fetch[start : start + size] for start in range(0, total, size)]
+        fan_out = self.engine.fan_out
+        if fan_out is not None and len(batches) > 1:
+            fan_out.run(
+                self.row.id,
+                self.holder,
+                batches,
+                on_done=lambda outcome: self._batch_done(outcome, total),
+                on_failed=self._batch_failed,
+                tick=self._save,
+            )
             return
-        self.counts.fetched += 1
-        access, _ = map_access(result.access)
-        origin = Origin(self.row.id, key, result.version, result.url, result.title)
-        outcome = self.engine.knowledge.ingest_bytes(
-            self._source(key), result.filename, result.data, access, origin
-        )
-        self.counts.embedded += outcome.embedded
-        if outcome.status == "skipped":
-            self.counts.fail(key, outcome.reason)
-        elif outcome.status == "added":
-            self.counts.added += 1
-        elif outcome.status == "updated":
-            self.counts.updated += 1
-        else:
-            self.counts.unchanged += 1
+        for batch in batches:
+            try:
+                self.writer.write_batch(connector, batch)
+            except CredentialsRejectedError as exc:
+                raise self._rejected(exc) from exc
+            except RetryLaterError as exc:
+                raise self._later(exc) from exc
+            self._save()
+            self.progress("fetching", self.counts, total)
+
+    def _batch_done(self, outcome: BatchOutcome, total: int) -> None:
+        """Add a fanned-out batch's counts; stop the sync as its stop says."""
+        if outcome.superseded:  # the lease moved on: this sync is no longer the source's
+            raise ConflictError("this sync's lease was taken over by another; it stops")
+        self.counts.add(outcome.counts)
+        self.progress("fetching", self.counts, total)
+        if outcome.stop == "rejected":
+            raise self._rejected(CredentialsRejectedError(outcome.message))
+        if outcome.stop == "later":
+            raise self._later(RetryLaterError(outcome.after_s))
+
+    def _batch_failed(self, keys: list[str], error: str) -> None:
+        """Count each document of a batch job that failed for good."""
+        for key in keys:
+            self.counts.fail(key, f"its batch failed: {error}")
 
     def _prune(
         self,
@@ -388,9 +398,6 @@ class _Run:
         return None
 
     # --- state ------------------------------------------------------------------------------
-
-    def _source(self, key: str) -> str:
-        return f"{self.row.name}:{key}"
 
     def _stored(self) -> dict[str, _Stored]:
         with self.engine.knowledge.database.session() as session:
@@ -516,9 +523,3 @@ class _Run:
             f"at {at.isoformat(timespec='seconds')}",
             next_sync_at=at,
         )
-
-
-def _reason(exc: BaseException) -> str:
-    """One line saying what went wrong: our message, or the error's type and text."""
-    text = exc.message if isinstance(exc, Search2oError) else f"{type(exc).__name__}: {exc}"
-    return " ".join(text.split())[:300]

@@ -1,4 +1,7 @@
-"""The sources' job kinds: ``sources.sync`` and the periodic ``sources.due``.
+"""The sources' job kinds: ``sources.sync``, ``sources.batch`` and the periodic ``sources.due``.
+
+``sources.batch`` runs one batch of a sync with ``connectors.fan_out``
+(:mod:`search2o.connectors.fanout`).
 
 ``sources.sync`` (payload ``{"source": NAME, "full": bool, "allow_mass_delete": bool}``) runs
 one sync; a sync of the same source already running elsewhere makes it end at once (its result
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from search2o.connectors.fanout import BATCH, run_batch_job
 from search2o.connectors.settings import connectors_settings
 from search2o.connectors.wiring import sources_of, sync_engine
 from search2o.errors import ConflictError, InputError
@@ -70,5 +74,9 @@ def add_source_kinds(registry: JobRegistry, runtime: Runtime) -> None:
             started.append(name)
         return {"started": started}
 
+    def batch(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+        return run_batch_job(ctx, payload, runtime.knowledge, sources_of(runtime), settings)
+
     registry.add(SYNC, sync, max_attempts=3)
+    registry.add(BATCH, batch, max_attempts=3)
     registry.add(DUE, due, every_s=max(settings.tick_s, runtime.settings.jobs.tick_s))

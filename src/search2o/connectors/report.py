@@ -43,6 +43,13 @@ class SyncCounts:
         if len(self.failures) < _MAX_FAILURES_KEPT:
             self.failures.append(f"{key}: {reason}"[:400])
 
+    def add(self, other: SyncCounts) -> None:
+        """Add ``other``'s document counts (a batch run elsewhere) and its first failures."""
+        for name in ("fetched", "added", "updated", "unchanged", "failed", "embedded"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        room = _MAX_FAILURES_KEPT - len(self.failures)
+        self.failures.extend(other.failures[: max(room, 0)])
+
     @property
     def documents_per_s(self) -> float:
         """Documents fetched per second of the sync so far."""

@@ -30,6 +30,10 @@ class ConnectorsSettings(BaseModel):
     when set, a ``folder`` source must lie under one of these folders; admins add folder sources
     over the API only under them (a folder source reads every file of its folder into the
     Knowledge Store), while the host's command line may name any folder when it is empty.
+    ``fan_out``: a sync's batches become ``sources.batch`` jobs that every ``serve`` and
+    ``worker`` process shares, so more workers fetch and embed a source faster (the sync runs
+    batches too while it waits; :mod:`search2o.connectors.fanout`). ``requests_per_s`` and
+    ``fetch_concurrency`` then hold per process running batches.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,6 +50,9 @@ class ConnectorsSettings(BaseModel):
     watch: bool = True
     watch_debounce_ms: int = Field(default=1000, ge=50, le=60_000)
     folder_roots: list[str] = Field(default_factory=list, max_length=100)
+    fan_out: bool = Field(
+        default=False, description="run a sync's batches as jobs every worker process shares"
+    )
 
     @field_validator("folder_roots")
     @classmethod

@@ -374,6 +374,19 @@ class Sources:
             session.expunge(row)
             return row
 
+    def held(self, source_id: int, holder: str) -> Source | None:
+        """Return the source's row (detached) while ``holder`` holds its lease, else ``None``.
+
+        A ``sources.batch`` job asks this first: a sync that ended or was taken over makes its
+        leftover batches end without touching anything.
+        """
+        with self.database.session() as session:
+            row = session.get(Source, source_id)
+            if row is None or row.lease_holder != holder or not self._lease_live(row):
+                return None
+            session.expunge(row)
+            return row
+
     def renew(self, source_id: int, holder: str, lease_s: int, **values: Any) -> None:
         """Extend ``holder``'s lease and write ``values`` (checkpoint, progress) with it.
 

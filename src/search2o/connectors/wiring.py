@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from search2o.connectors.contract import Connector
 from search2o.connectors.engine import SyncEngine
+from search2o.connectors.fanout import FanOut
 from search2o.connectors.registry import connector_kinds
 from search2o.connectors.settings import connectors_settings
 from search2o.connectors.sources import Sources
@@ -39,10 +40,15 @@ def sync_engine(
     kinds: Mapping[str, type[Connector]] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> SyncEngine:
-    """Return the sync engine of ``runtime`` (its Knowledge Store, sources and settings)."""
+    """Return the sync engine of ``runtime`` (its Knowledge Store, sources and settings).
+
+    With ``connectors.fan_out``, its batches run as jobs on ``runtime.jobs``.
+    """
+    settings = connectors_settings(runtime.settings)
     return SyncEngine(
         runtime.knowledge,
         sources_of(runtime, kinds),
-        connectors_settings(runtime.settings),
+        settings,
         sleep=sleep,
+        fan_out=FanOut(runtime.jobs) if settings.fan_out else None,
     )

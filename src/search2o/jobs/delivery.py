@@ -98,14 +98,18 @@ class Deliveries:
         with self._lock:
             return list(self._running.values())
 
-    def run(self, job_id: str) -> None:
-        """Run one delivery of job ``job_id`` (never raises: Huey's worker must go on)."""
+    def run(self, job_id: str) -> bool:
+        """Run one delivery of job ``job_id``; return whether it was claimed and run here.
+
+        Never raises: Huey's worker must go on.
+        """
         try:
-            self._run(job_id)
+            return self._run(job_id)
         except Exception:
             log.exception(
                 "job delivery failed; the sweeper retries it", extra={"fields": {"job": job_id}}
             )
+            return True
 
     def heartbeat(self) -> None:
         """Renew the lease of every running attempt once; mark those found taken over."""
@@ -132,7 +136,7 @@ class Deliveries:
                 self._send(ctx.job_id, None)
         return released
 
-    def _run(self, job_id: str) -> None:
+    def _run(self, job_id: str) -> bool:
         now = utcnow()
         claim = ledger.claim(self.database, job_id, self.worker_id, self.settings.lease_s, now)
         if claim is None:
@@ -141,7 +145,7 @@ class Deliveries:
             due = ledger.due_later(self.database, job_id, now)
             if due is not None:
                 self._send(job_id, due)
-            return
+            return False
         ctx = JobContext(
             database=self.database,
             lease=claim.lease,
@@ -186,6 +190,7 @@ class Deliveries:
             with self._lock:
                 self._running.pop(job_id, None)
             release_free_memory()  # what an ingest's model batches and rows freed goes back
+        return True
 
     def _attempt_failed(self, ctx: JobContext, exc: Exception) -> None:
         error = describe_error(exc, ctx.job_id, self.settings.max_error_chars)

@@ -123,6 +123,8 @@ class JobQueue:
         self._heartbeat: threading.Thread | None = None
         self._heartbeat_stop = threading.Event()
         self._next_sweep = 0.0
+        self._inline: Deliveries | None = None  # run_here's, when this process does not consume
+        self._inline_lock, self._inline_stop = threading.Lock(), threading.Event()
 
     # --- producing and reading ----------------------------------------------------------------
 
@@ -285,6 +287,22 @@ class JobQueue:
     ) -> list[JobInfo]:
         """Return up to ``limit`` jobs, newest first: :func:`search2o.jobs.lookup.find_jobs`."""
         return find_jobs(self.database, owner=owner, state=state, kind=kind, limit=limit)
+
+    def run_here(self, job_id: str) -> bool:
+        """Run job ``job_id`` in the calling thread if it may start now; return whether it ran.
+
+        For a producer waiting on jobs it enqueued (a sync's batches): it works instead of
+        waiting. The job is claimed through the ledger like any delivery (no consumer runs it
+        too) and its lease is renewed every ``lease_s / 3`` while it runs.
+        """
+        with self._inline_lock:
+            if self._deliveries is None and self._inline is None:
+                self._inline = Deliveries(self.settings, self.database, self.registry, self._send)
+                beat = (self._inline, self._inline_stop)
+                threading.Thread(target=self._renew_leases, args=beat, daemon=True).start()
+            deliveries = self._deliveries or self._inline
+        assert deliveries is not None
+        return deliveries.run(job_id)
 
     def wait(self, job_id: str, timeout_s: float, poll_s: float = 0.05) -> JobInfo:
         """Return job ``job_id`` once it is ``done`` or ``failed``, polling the ledger.
@@ -492,6 +510,7 @@ class JobQueue:
     def close(self) -> None:
         """Stop the consumer (as :meth:`stop_consumer`), then close the transport."""
         self.stop_consumer()
+        self._inline_stop.set()
         storage = self.huey.storage
         storage.close()
         pool = getattr(storage, "pool", None)  # Redis: its connection pool
@@ -528,9 +547,9 @@ class JobQueue:
             return False
         return True
 
-    def _renew_leases(self, deliveries: Deliveries) -> None:
+    def _renew_leases(self, deliveries: Deliveries, stop: threading.Event | None = None) -> None:
         """Heartbeat thread: renew the running attempts' leases every ``lease_s / 3``."""
-        while not self._heartbeat_stop.wait(self.settings.lease_s / 3):
+        while not (stop or self._heartbeat_stop).wait(self.settings.lease_s / 3):
             try:
                 deliveries.heartbeat()
             except Exception:
