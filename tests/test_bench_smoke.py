@@ -76,6 +76,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "mcp.py": (["--queries", "3"], "search over HTTP"),
     "sync.py": (["--files", "20"], "no-change resync"),
     "ingest.py": (["--runtimes", "torch,onnx-int8", "--mtrag-limit", "2"], "ingest speedup:"),
+    "scaleout.py": (["--files", "12", "--latency-ms", "20"], "2 workers vs 1"),
     "ingest_memory.py": (["--paragraphs", "40", "--settle", "1"], "Server RSS"),
     "jobs.py": (
         [
