@@ -49,6 +49,7 @@ log = logging.getLogger("search2o.connectors")
 
 BATCH = "sources.batch"
 _POLL_S = 0.1
+_TRIES = 3
 _TICK_S = 5.0  # the sync's lease renewal while no batch ends (its lease_s is at least 10 s)
 
 
@@ -104,26 +105,24 @@ class FanOut:
         pending = list(ids)
         ticked = time.monotonic()
         while pending:
+            states = self.queue.states(pending)
             finished = False
-            for job_id in list(pending):
+            for job_id in [j for j in pending if states.get(j) in ("done", "failed")]:
+                pending.remove(job_id)
+                finished = True
                 job = self.queue.get(job_id)
                 if job.state == "done":
-                    pending.remove(job_id)
-                    finished = True
                     on_done(BatchOutcome(job.result if isinstance(job.result, dict) else {}))
-                elif job.state == "failed":
-                    pending.remove(job_id)
-                    finished = True
-                    on_failed(keys_of[job_id], job.error or job.state)
-            if pending and not finished and not self._help(pending):
+                else:
+                    on_failed(keys_of[job_id], job.error or "failed")
+            queued = [j for j in pending if states.get(j) == "queued"]
+            # Help while batches wait: run one here (claimed through the ledger like any
+            # delivery, so no consumer runs it too). A few tries: a consumer may take it first.
+            if not finished and not any(self.queue.run_here(j) for j in queued[:_TRIES]):
                 time.sleep(self.poll_s)
             if finished or time.monotonic() - ticked >= _TICK_S:
                 ticked = time.monotonic()
                 tick()
-
-    def _help(self, pending: list[str]) -> bool:
-        """Run one of ``pending`` here if it is still queued; ``False`` when none was."""
-        return any(self.queue.run_here(job_id) for job_id in pending)
 
 
 def run_batch_job(

@@ -544,6 +544,18 @@ def get(database: Database, job_id: str) -> JobInfo | None:
         return JobInfo.of(row) if row is not None else None
 
 
+def states(database: Database, job_ids: Sequence[str]) -> dict[str, str]:
+    """Return the state of each of ``job_ids`` that exists, in one query per 500 ids."""
+    found: dict[str, str] = {}
+    with database.session() as session:
+        for start in range(0, len(job_ids), 500):
+            rows = session.execute(
+                select(Job.id, Job.state).where(Job.id.in_(job_ids[start : start + 500]))
+            )
+            found.update((job_id, state) for job_id, state in rows)
+    return found
+
+
 def list_jobs(
     database: Database,
     *,

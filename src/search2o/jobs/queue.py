@@ -277,6 +277,10 @@ class JobQueue:
         """Return job ``job_id``, owner-checked: :func:`search2o.jobs.lookup.find_job`."""
         return find_job(self.database, job_id, owner)
 
+    def states(self, job_ids: list[str]) -> dict[str, str]:
+        """Return the state of each existing job of ``job_ids`` (one light query per 500)."""
+        return ledger.states(self.database, job_ids)
+
     def list_jobs(
         self,
         *,
