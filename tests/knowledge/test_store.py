@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from search2o.accounts import Principal, create_user
 from search2o.errors import IndexMismatchError, InputError, NotFoundError, PermissionDeniedError
+from search2o.knowledge import pipeline
 from search2o.knowledge.access import AccessList
 from search2o.runtime import Runtime
 from search2o.storage.models import Chunk, ChunkEmbedding, Document
@@ -173,8 +174,9 @@ def test_bad_queries_are_input_errors(runtime: Runtime, query: str, k: int, fiel
 
 
 def test_interruption_leaves_each_document_whole_or_absent(
-    runtime: Runtime, tmp_path: Path
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(pipeline, "GROUP_TEXTS", 1)  # a model call per document, as large files
     for i in range(4):
         (tmp_path / f"doc{i}.md").write_text(
             f"# Doc {i}\n\nParagraph number {i} about topic {i}.\n"

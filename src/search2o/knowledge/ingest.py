@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +42,7 @@ from search2o.storage.models import Chunk, ChunkEmbedding, Document, DocumentAcc
 from search2o.storage.vectors import KNOWLEDGE_COUNTER, VectorIndex
 from search2o.textrules import text_problem
 
-__all__ = ["IngestOutcome", "IngestSummary", "Ingestor", "Origin", "iter_files"]
+__all__ = ["IngestOutcome", "IngestSummary", "Ingestor", "Origin", "Prepared", "iter_files"]
 
 log = logging.getLogger("search2o.knowledge")
 
@@ -79,6 +78,7 @@ def _failure(stage: str, exc: Exception) -> str:
 
 
 Status = Literal["added", "updated", "unchanged", "skipped"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,27 @@ class IngestOutcome:
     title: str = ""
     access_before: list[str] | None = None
     embedded: int = 0
+
+
+@dataclass
+class Prepared:
+    """One document loaded and chunked, waiting for its vectors (:meth:`Ingestor.store`).
+
+    ``texts`` are what is embedded, one per piece (:func:`embedding_text`); ``stage`` names
+    the step it is at, for the reason if a later step fails.
+    """
+
+    source: str
+    title: str
+    media_type: str
+    digest: str
+    size_bytes: int
+    pieces: list[ChunkPiece]
+    texts: list[str]
+    access: AccessList
+    origin: Origin | None
+    access_before: list[str] | None
+    stage: _Stage
 
 
 @dataclass
@@ -194,37 +215,8 @@ class Ingestor:
         self.index = index
         self.settings = settings
 
-    def ingest_paths(
-        self,
-        paths: list[Path],
-        access: AccessList,
-        on_file: Callable[[IngestOutcome], None] | None = None,
-        on_total: Callable[[int], None] | None = None,
-    ) -> IngestSummary:
-        """Ingest files and folders; each file is identified by its absolute path.
-
-        Args:
-            on_file: called after each file with its outcome (progress bars, logs).
-            on_total: called once with the number of files found.
-
-        Raises:
-            InputError: a path does not exist (checked before anything is written).
-
-        """
-        started = time.perf_counter()
-        files = list(iter_files(paths))
-        if on_total is not None:
-            on_total(len(files))
-        summary = IngestSummary()
-        for file in files:
-            outcome = self._ingest_file(file, access)
-            summary.outcomes.append(outcome)
-            if on_file is not None:
-                on_file(outcome)
-        summary.seconds = time.perf_counter() - started
-        return summary
-
-    def _ingest_file(self, file: Path, access: AccessList) -> IngestOutcome:
+    def prepare_file(self, file: Path, access: AccessList) -> IngestOutcome | Prepared:
+        """Read one file and :meth:`prepare` it (its absolute path is its ``source``)."""
         try:
             source = str(file.resolve())
         except (OSError, RuntimeError) as exc:  # a symlink loop, a vanished folder
@@ -238,7 +230,7 @@ class Ingestor:
             data = file.read_bytes()
         except OSError as exc:
             return IngestOutcome(source, "skipped", reason=f"unreadable: {exc.strerror or exc}")
-        return self.ingest_bytes(source, file.name, data, access)
+        return self.prepare(source, file.name, data, access)
 
     def _too_large(self, size: int) -> str:
         return f"file is {size} bytes; the limit is {self.settings.max_file_bytes}"
@@ -267,6 +259,30 @@ class Ingestor:
             IndexMismatchError: stored vectors come from another embedding model.
 
         """
+        prepared = self.prepare(source, filename, data, access, origin)
+        if isinstance(prepared, IngestOutcome):
+            return prepared
+        return self.guarded(prepared.source, prepared.stage, lambda: self.embed_store(prepared))
+
+    def prepare(
+        self,
+        source: str,
+        filename: str,
+        data: bytes,
+        access: AccessList,
+        origin: Origin | None = None,
+    ) -> IngestOutcome | Prepared:
+        """Check, hash, load and chunk one file: the steps before the model.
+
+        Returns:
+            The final outcome when nothing is left to embed (``unchanged``, an access-only
+            ``updated``, ``skipped``), else the :class:`Prepared` document to embed and store
+            (:meth:`store`).
+
+        Raises:
+            IndexMismatchError: as :meth:`ingest_bytes`.
+
+        """
         problem = text_problem(source)
         if problem is not None:
             return IngestOutcome(source, "skipped", reason=f"source {problem}")
@@ -277,8 +293,19 @@ class Ingestor:
             reason = f"file is over the size limit; the limit is {self.settings.max_file_bytes}"
             return IngestOutcome(source, "skipped", reason=reason)
         stage = _Stage()
+        return self.guarded(
+            source, stage, lambda: self._prepare(source, filename, data, access, stage, origin)
+        )
+
+    def guarded(self, source: str, stage: _Stage, work: Callable[[], T]) -> T | IngestOutcome:
+        """Run one document's ``work``; any failure of it (see the module) becomes ``skipped``.
+
+        Raises:
+            IndexMismatchError: vectors of another model are stored (every document's concern).
+
+        """
         try:
-            return self._ingest(source, filename, data, access, stage, origin)
+            return work()
         except IndexMismatchError:
             raise
         except InputError as exc:
@@ -291,7 +318,7 @@ class Ingestor:
             )
             return IngestOutcome(source, "skipped", reason=_failure(stage.name, exc))
 
-    def _ingest(
+    def _prepare(
         self,
         source: str,
         filename: str,
@@ -299,7 +326,7 @@ class Ingestor:
         access: AccessList,
         stage: _Stage,
         origin: Origin | None,
-    ) -> IngestOutcome:
+    ) -> IngestOutcome | Prepared:
         digest = hashlib.sha256(data).hexdigest()
         stage.name = "stored"
         with self.database.session() as session:
@@ -338,27 +365,60 @@ class Ingestor:
         )
         title = origin.title if origin is not None and origin.title else loaded.title
         stage.name = "embedded"
-        embedded = embed_reusing(
-            self.database,
-            self.embedder,
-            [embedding_text(title, p.heading_path, p.text) for p in pieces],
+        texts = [embedding_text(title, p.heading_path, p.text) for p in pieces]
+        return Prepared(
+            source,
+            title,
+            loaded.media_type,
+            digest,
+            len(data),
+            pieces,
+            texts,
+            access,
+            origin,
+            changed,
+            stage,
         )
-        stage.name = "stored"
+
+    def embed_store(self, prepared: Prepared) -> IngestOutcome:
+        """Embed a prepared document's new texts (:func:`embed_reusing`) and :meth:`store` it."""
+        embedded = embed_reusing(self.database, self.embedder, prepared.texts)
+        return self.store(prepared, embedded.vectors, embedded.hashes, embedded.embedded)
+
+    def store(
+        self,
+        prepared: Prepared,
+        vectors: npt.NDArray[np.float32],
+        hashes: list[str],
+        embedded: int,
+    ) -> IngestOutcome:
+        """Write a prepared document with its chunk vectors in one transaction.
+
+        Args:
+            vectors: one row per ``prepared.texts``; ``hashes`` their text hashes.
+            embedded: how many of them went through the model (for the outcome).
+
+        Raises:
+            IndexMismatchError: stored vectors come from another embedding model; any other
+                failure propagates (callers wrap this in :meth:`guarded`).
+
+        """
+        prepared.stage.name = "stored"
         for attempt in (1, 2):
             try:
                 with self.database.session() as session:
                     document, status = self.write_document(
                         session,
-                        source=source,
-                        title=title,
-                        media_type=loaded.media_type,
-                        content_hash=digest,
-                        size_bytes=len(data),
-                        pieces=pieces,
-                        vectors=embedded.vectors,
-                        access=access,
-                        hashes=embedded.hashes,
-                        origin=origin,
+                        source=prepared.source,
+                        title=prepared.title,
+                        media_type=prepared.media_type,
+                        content_hash=prepared.digest,
+                        size_bytes=prepared.size_bytes,
+                        pieces=prepared.pieces,
+                        vectors=vectors,
+                        access=prepared.access,
+                        hashes=hashes,
+                        origin=prepared.origin,
                     )
                 break
             except IntegrityError:
@@ -367,13 +427,13 @@ class Ingestor:
                 if attempt == 2:
                     raise
         return IngestOutcome(
-            source,
+            prepared.source,
             status,
-            len(pieces),
+            len(prepared.pieces),
             document_id=document.id,
             title=document.title,
-            access_before=changed,
-            embedded=embedded.embedded,
+            access_before=prepared.access_before,
+            embedded=embedded,
         )
 
     def write_document(

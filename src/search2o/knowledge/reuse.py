@@ -41,12 +41,14 @@ class Embedded:
         vectors: ``(len(texts), dimension)`` float32, row ``i`` for text ``i``.
         hashes: :func:`text_hash` of each text, in order.
         embedded: how many distinct texts the model embedded (the rest were reused).
+        fresh: the hashes of those texts.
 
     """
 
     vectors: npt.NDArray[np.float32]
     hashes: list[str]
     embedded: int
+    fresh: frozenset[str] = frozenset()
 
 
 def embed_reusing(database: Database, embedder: Embedder, texts: Sequence[str]) -> Embedded:
@@ -84,4 +86,4 @@ def embed_reusing(database: Database, embedder: Embedder, texts: Sequence[str]) 
     vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
     for row, digest in enumerate(hashes):
         vectors[row] = known[digest]
-    return Embedded(vectors, hashes, len(missing))
+    return Embedded(vectors, hashes, len(missing), frozenset(missing))

@@ -18,6 +18,7 @@ from search2o.knowledge import search as search_module
 from search2o.knowledge.access import AccessList
 from search2o.knowledge.documents import DocumentInfo
 from search2o.knowledge.ingest import Ingestor, IngestOutcome, IngestSummary, Origin
+from search2o.knowledge.pipeline import ingest_paths
 from search2o.knowledge.search import SearchResult
 from search2o.knowledge.settings import KnowledgeSettings
 from search2o.knowledge.vectorspace import embedding_text
@@ -55,8 +56,8 @@ class KnowledgeStore:
         on_file: Callable[[IngestOutcome], None] | None = None,
         on_total: Callable[[int], None] | None = None,
     ) -> IngestSummary:
-        """Ingest files and folders; see :meth:`Ingestor.ingest_paths`."""
-        return self.ingestor.ingest_paths(paths, access, on_file, on_total)
+        """Ingest files and folders; see :func:`search2o.knowledge.pipeline.ingest_paths`."""
+        return ingest_paths(self.ingestor, paths, access, on_file, on_total)
 
     def ingest_bytes(
         self,
