@@ -3,11 +3,12 @@
 :func:`ingest_paths` (``search2o ingest``, ``KnowledgeStore.ingest_paths``) runs
 :func:`ingest_files`: a reader thread reads, hashes, loads and chunks the next files (at most
 ``AHEAD`` files ahead, so memory stays bounded) while the calling thread embeds and stores, so
-parsing overlaps the model. The texts of consecutive documents are embedded in one call, up to ``GROUP_TEXTS`` (the model sorts
-a call's texts by length into its batches, so a folder of small files fills whole batches with
-little padding instead of one short batch per file); a group is also sent as soon as it fills
-one model batch and the next file is not read yet, so the model never waits for the reader.
-Each document is still stored in its own transaction, and outcomes come back in file order.
+parsing overlaps the model. The texts of consecutive documents are embedded in one call, up to
+``GROUP_TEXTS`` (the model sorts a call's texts by length into its batches, so a folder of
+small files fills whole batches with little padding instead of one short batch per file); a
+group is also sent as soon as it fills one model batch and the next file is not read yet, so
+the model never waits for the reader. Each document is still stored in its own transaction,
+and outcomes come back in file order.
 
 A group whose model call fails is retried one document at a time, so a bad document fails
 alone, as it would without grouping (its reason says where it failed).
