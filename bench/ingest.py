@@ -86,13 +86,15 @@ def mtrag_corpus(folder: Path, limit: int | None) -> list[tuple[str, set[str]]]:
     return asked
 
 
-def handbook_questions() -> list[tuple[str, set[str]]]:
-    """Return the handbook's grounded turns as (question, gold file names)."""
+def handbook_questions(folder: Path) -> list[tuple[str, set[str]]]:
+    """Return the handbook's grounded turns whose gold files are in ``folder``."""
+    present = {path.name for path in folder.iterdir()}
     asked = []
     for line in (DATA / "handbook-eval" / "public.jsonl").read_text().splitlines():
         for turn in json.loads(line)["turns"]:
-            if turn["expect"] == "grounded" and turn.get("gold_files"):
-                asked.append((turn["user"], set(turn["gold_files"])))
+            gold = set(turn.get("gold_files") or [])
+            if turn["expect"] == "grounded" and gold and gold <= present:
+                asked.append((turn["user"], gold))
     return asked
 
 
@@ -102,8 +104,11 @@ def first_documents(sources: list[str], n: int) -> list[str]:
 
 
 def recall(runtime: Runtime, asked: list[tuple[str, set[str]]], key: Any) -> dict[str, float]:
-    """Mean recall@5 of the hybrid search and of the vector ranking alone."""
+    """Mean recall@5 of the hybrid search and of the vector ranking alone (NaN: no question)."""
     from sqlalchemy import select
+
+    if not asked:
+        return {"hybrid": float("nan"), "vector": float("nan")}
 
     from search2o.storage.models import Chunk, ChunkEmbedding, Document
 
@@ -129,12 +134,18 @@ def recall(runtime: Runtime, asked: list[tuple[str, set[str]]], key: Any) -> dic
     return {"hybrid": float(np.mean(hybrid)), "vector": float(np.mean(vector))}
 
 
-def run_child(runtime_name: str, onnx_dir: Path, mtrag_limit: int | None) -> dict[str, Any]:
+def run_child(
+    runtime_name: str, onnx_dir: Path, mtrag_limit: int | None, handbook_limit: int | None
+) -> dict[str, Any]:
     """Ingest both sets with one runtime in this process; return its figures."""
     with tempfile.TemporaryDirectory() as scratch:
         data_dir, corpus = Path(scratch) / "data", Path(scratch) / "mtrag"
         corpus.mkdir()
         mtrag = mtrag_corpus(corpus, mtrag_limit)
+        handbook = Path(scratch) / "handbook"
+        handbook.mkdir()
+        for path in sorted((DATA / "handbook").glob("*.md"))[:handbook_limit]:
+            (handbook / path.name).write_bytes(path.read_bytes())
         settings = load_settings(
             data_dir=data_dir, embedding={"runtime": runtime_name, "onnx_dir": onnx_dir}
         )
@@ -142,14 +153,14 @@ def run_child(runtime_name: str, onnx_dir: Path, mtrag_limit: int | None) -> dic
             runtime.embedder.embed(["warm up the model", "and its tokenizer"])
             started = time.perf_counter()
             chunks = 0
-            for folder in (DATA / "handbook", corpus):
+            for folder in (handbook, corpus):
                 chunks += runtime.knowledge.ingest_paths([folder], AccessList()).embedded
             seconds = time.perf_counter() - started
             figures = {
                 "runtime": runtime_name,
                 "chunks": chunks,
                 "seconds": seconds,
-                "handbook": recall(runtime, handbook_questions(), lambda s: Path(s).name),
+                "handbook": recall(runtime, handbook_questions(handbook), lambda s: Path(s).name),
                 "mtrag": recall(runtime, mtrag, lambda s: Path(s).stem),
             }
     figures["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -197,6 +208,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runtimes", default=",".join(RUNTIMES), help="comma-separated")
     parser.add_argument("--mtrag-limit", type=int, default=None, help="first N MTRAG-UN tasks")
+    parser.add_argument(
+        "--handbook-limit", type=int, default=None, help="first N handbook files (smoke runs)"
+    )
     parser.add_argument("--onnx-dir", type=Path, default=None, help="cache of exported models")
     parser.add_argument("--child", choices=RUNTIMES, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -211,7 +225,8 @@ def main() -> None:
     """Export once, run each runtime in its own process, print the table and the last line."""
     args = parse_args()
     if args.child:
-        print(json.dumps(run_child(args.child, args.onnx_dir, args.mtrag_limit)))
+        figures = run_child(args.child, args.onnx_dir, args.mtrag_limit, args.handbook_limit)
+        print(json.dumps(figures))
         return
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
@@ -221,8 +236,12 @@ def main() -> None:
         for name in args.runtimes:
             log(f"{LABEL[name]}: ingesting the handbook and the MTRAG-UN corpus")
             command = [sys.executable, __file__, "--child", name, "--onnx-dir", str(onnx_dir)]
-            if args.mtrag_limit is not None:
-                command += ["--mtrag-limit", str(args.mtrag_limit)]
+            for flag, value in (
+                ("--mtrag-limit", args.mtrag_limit),
+                ("--handbook-limit", args.handbook_limit),
+            ):
+                if value is not None:
+                    command += [flag, str(value)]
             out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
             results.append(json.loads(out.strip().splitlines()[-1]))
     console.print(table(results, export_s))

@@ -275,6 +275,10 @@ LONG_FILES = (
 )
 
 
+BROWSER_WAIT_MS = 15_000
+"""How long a browser test's ``expect`` waits for the page (a run once missed Playwright's 5 s)."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Keep the main process's configuration; hand out the longest test files first.
 
@@ -289,6 +293,12 @@ def pytest_configure(config: pytest.Config) -> None:
         _MAIN_CONFIG.append(config)
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    try:  # the browser tests' waits: 15 s, not Playwright's 5, on a machine busy elsewhere
+        from playwright.sync_api import expect
+
+        expect.set_options(timeout=BROWSER_WAIT_MS)
+    except ImportError:  # pragma: no cover - the dev extra installs it
+        pass
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

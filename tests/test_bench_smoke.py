@@ -75,7 +75,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "load.py": (["--users", "2", "--seconds", "3", "--processes", "1"], "p50 / p95 / p99"),
     "mcp.py": (["--queries", "3"], "search over HTTP"),
     "sync.py": (["--files", "20"], "no-change resync"),
-    "ingest.py": (["--runtimes", "torch,onnx-int8", "--mtrag-limit", "2"], "ingest speedup:"),
+    "ingest.py": (
+        ["--runtimes", "torch,onnx-int8", "--mtrag-limit", "2", "--handbook-limit", "3"],
+        "ingest speedup:",
+    ),
     "scaleout.py": (["--files", "12", "--latency-ms", "20"], "2 workers vs 1"),
     "ingest_memory.py": (["--paragraphs", "40", "--settle", "1"], "Server RSS"),
     "jobs.py": (
