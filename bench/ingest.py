@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -251,6 +252,8 @@ def main() -> None:
         speedup = (int8_r["chunks"] / int8_r["seconds"]) / (torch_r["chunks"] / torch_r["seconds"])
         change = min(int8_r[s]["hybrid"] - torch_r[s]["hybrid"] for s in ("handbook", "mtrag"))
         change = round(change, 3) + 0.0  # never "-0.000"
+        # The line truncates the speedup (1.28 prints 1.2): it never claims more than measured.
+        shown = math.floor(speedup * 10) / 10
         ok = speedup >= TARGET_SPEEDUP and change >= TARGET_CHANGE
         console.print(
             f"target: speedup >= {TARGET_SPEEDUP}{TIMES} with recall@5 change >= {TARGET_CHANGE}: "
@@ -258,7 +261,7 @@ def main() -> None:
         )
         finish(started)
         console.print(
-            f"ingest speedup: {speedup:.1f}{TIMES} (ONNX int8 vs PyTorch fp32), "
+            f"ingest speedup: {shown:.1f}{TIMES} (ONNX int8 vs PyTorch fp32), "
             f"recall@5 change: {change:.3f}"
         )
     else:

@@ -52,7 +52,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=240, help="documents in the source")
     parser.add_argument("--latency-ms", type=float, default=200.0, help="per embedding request")
-    parser.add_argument("--batch-size", type=int, default=4, help="connectors.batch_size")
+    parser.add_argument("--batch-size", type=int, default=8, help="connectors.batch_size")
     parser.add_argument("--kill-at", type=float, default=0.3, help="share stored before the kill")
     args = parser.parse_args()
     if args.files < 2 or args.latency_ms < 0 or not 0 < args.kill_at < 1:

@@ -93,7 +93,10 @@ def _export_fp32(source: Path, target: Path) -> None:
     """Export the transformer (up to the last hidden state) of ``source`` to ``target``."""
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     model = AutoModel.from_pretrained(source, local_files_only=True).eval()
 
     class _Encoder(torch.nn.Module):
