@@ -111,3 +111,27 @@ def test_a_malformed_batch_fails_at_once_naming_the_payload(fan_runtime: Runtime
     failed = fan_runtime.jobs.get(job.id)
     assert failed.state == "failed" and failed.attempts == 1
     assert "payload" in (failed.error or "")
+
+
+def test_a_batch_too_large_for_a_job_payload_is_split(
+    tmp_path_factory: pytest.TempPathFactory, database_url: str, embedder: MemoEmbedder
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("data"),
+        database_url=database_url,
+        connectors={"fan_out": True, "batch_size": 8},
+        jobs={"max_payload_bytes": 512},
+    )
+    folder = tmp_path_factory.mktemp("long")
+    for number in range(16):  # 8 keys of 60 characters: about 600 bytes a batch
+        name = f"a-rather-long-file-name-for-a-payload-{number:02}-{'x' * 16}.md"
+        (folder / name).write_text(f"# Note {number}\n\nRoom {number} seats {number + 2}.\n")
+    with Runtime(settings, embedder=embedder) as runtime:
+        sources_of(runtime).add("long", "folder", {"path": str(folder), "public": True})
+        report = sync_engine(runtime).sync("long")
+        assert report.error is None and report.counts.added == 16
+        jobs = runtime.jobs.list_jobs(kind=BATCH, limit=100)
+        assert len(jobs) > 2 and {job.state for job in jobs} == {"done"}  # split, not refused
+        assert sorted(k for job in jobs for k in job.payload["keys"]) == sorted(
+            p.name for p in folder.iterdir()
+        )

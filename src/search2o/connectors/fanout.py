@@ -24,6 +24,7 @@ Faults:
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -88,6 +89,8 @@ class FanOut:
     ) -> None:
         """Enqueue ``batches``, then wait until each is done, helping with queued ones.
 
+        A batch whose payload would pass ``jobs.max_payload_bytes`` (many long keys) is split.
+
         Args:
             on_done: called with each finished batch's outcome (it may raise to stop the sync:
                 the batches left end on their own once the lease is released).
@@ -96,10 +99,9 @@ class FanOut:
                 checkpoints).
 
         """
-        requests = [
-            JobRequest(BATCH, {"source": source_id, "holder": holder, "keys": keys})
-            for keys in batches
-        ]
+        limit = self.queue.settings.max_payload_bytes
+        batches = [part for keys in batches for part in _fit(source_id, holder, keys, limit)]
+        requests = [JobRequest(BATCH, _payload(source_id, holder, keys)) for keys in batches]
         ids = [job.id for job in self.queue.enqueue_many(requests)]
         keys_of = dict(zip(ids, batches, strict=True))
         pending = list(ids)
@@ -123,6 +125,26 @@ class FanOut:
             if finished or time.monotonic() - ticked >= _TICK_S:
                 ticked = time.monotonic()
                 tick()
+
+
+def _payload(source_id: int, holder: str, keys: list[str]) -> dict[str, Any]:
+    """Return the ``sources.batch`` payload of ``keys``."""
+    return {"source": source_id, "holder": holder, "keys": keys}
+
+
+def _fit(source_id: int, holder: str, keys: list[str], max_bytes: int) -> list[list[str]]:
+    """Split ``keys`` until each part's payload fits ``jobs.max_payload_bytes`` (halving).
+
+    One key (at most 1,000 characters, the engine's bound) always fits the smallest limit of
+    a real deployment; a part of one key is never split further.
+    """
+    size = len(json.dumps(_payload(source_id, holder, keys), ensure_ascii=False).encode())
+    if size <= max_bytes or len(keys) <= 1:
+        return [keys]
+    half = len(keys) // 2
+    return _fit(source_id, holder, keys[:half], max_bytes) + _fit(
+        source_id, holder, keys[half:], max_bytes
+    )
 
 
 def run_batch_job(
