@@ -86,7 +86,7 @@ def test_a_failed_group_is_retried_per_document_so_one_bad_file_fails_alone(
     assert [s for name, (s, _) in statuses.items() if name != "note02.md"] == ["added"] * 3
 
 
-def test_files_are_read_in_the_reader_thread_a_bounded_window_ahead(
+def test_files_are_read_and_written_in_their_threads_a_bounded_window_ahead(
     runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     embedder = Counting()
@@ -105,7 +105,7 @@ def test_files_are_read_in_the_reader_thread_a_bounded_window_ahead(
         return prepare(file, access)
 
     def recording_store(*args: object) -> object:
-        stored.append("x")
+        stored.append(threading.current_thread().name)
         return write(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store.ingestor, "prepare_file", recording_prepare)
@@ -114,5 +114,7 @@ def test_files_are_read_in_the_reader_thread_a_bounded_window_ahead(
     summary = store.ingest_paths([tmp_path], AccessList())
     assert summary.count("added") == 30
     assert all(name.startswith("search2o-ingest-read") for name in threads)
-    assert max(ahead) <= pipeline.AHEAD + 4  # the window plus one group, never the folder
+    # The window, the group being embedded and the one being written; never the folder.
+    assert max(ahead) <= pipeline.AHEAD + 2 * 4
+    assert all(name.startswith("search2o-ingest-write") for name in stored)
     assert len(embedder.calls) >= 30 // 4  # groups of 4 texts

@@ -2,13 +2,14 @@
 
 :func:`ingest_paths` (``search2o ingest``, ``KnowledgeStore.ingest_paths``) runs
 :func:`ingest_files`: a reader thread reads, hashes, loads and chunks the next files (at most
-``AHEAD`` files ahead, so memory stays bounded) while the calling thread embeds and stores, so
-parsing overlaps the model. The texts of consecutive documents are embedded in one call, up to
-``GROUP_TEXTS`` (the model sorts a call's texts by length into its batches, so a folder of
-small files fills whole batches with little padding instead of one short batch per file); a
-group is also sent as soon as it fills one model batch and the next file is not read yet, so
-the model never waits for the reader. Each document is still stored in its own transaction,
-and outcomes come back in file order.
+``AHEAD`` files ahead, so memory stays bounded) while the calling thread embeds, and a writer
+thread stores the group embedded before, so parsing and storing overlap the model. The texts
+of consecutive documents are embedded in one call, up to ``GROUP_TEXTS`` (the model sorts a
+call's texts by length into its batches, so a folder of small files fills whole batches with
+little padding instead of one short batch per file); a group is also sent as soon as it fills
+one model batch and the next file is not read yet, so the model never waits for the reader.
+Each document is still stored in its own transaction (at most one group is being written
+while the next is embedded), and outcomes come back in file order, from the writer thread.
 
 A group whose model call fails is retried one document at a time, so a bad document fails
 alone, as it would without grouping (its reason says where it failed).
@@ -91,12 +92,23 @@ def ingest_files(
     pending = iter(files)
     group: list[IngestOutcome | Prepared] = []
     texts = 0
-    with ThreadPoolExecutor(1, thread_name_prefix="search2o-ingest-read") as reader:
+    with (
+        ThreadPoolExecutor(1, thread_name_prefix="search2o-ingest-read") as reader,
+        ThreadPoolExecutor(1, thread_name_prefix="search2o-ingest-write") as writer,
+    ):
         window: deque[Future[IngestOutcome | Prepared]] = deque()
+        writing: Future[None] | None = None
 
         def fill() -> None:
             while len(window) < AHEAD and (file := next(pending, None)) is not None:
                 window.append(reader.submit(ingestor.prepare_file, file, access))
+
+        def hand_over(work: Callable[[], None]) -> None:
+            """Give ``work`` to the writer once the previous group is written (order kept)."""
+            nonlocal writing
+            if writing is not None:
+                writing.result()  # raises what the writer met (IndexMismatchError)
+            writing = writer.submit(work)
 
         try:
             fill()
@@ -104,36 +116,48 @@ def ingest_files(
                 item = window.popleft().result()
                 fill()
                 if not isinstance(item, Prepared) and not group:
-                    on_outcome(item)  # nothing waits for the model ahead of it
+                    hand_over(partial(on_outcome, item))  # nothing waits for the model
                     continue
                 group.append(item)
                 texts += len(item.texts) if isinstance(item, Prepared) else 0
                 waiting = bool(window) and not window[0].done()
                 if texts >= GROUP_TEXTS or not window or (waiting and texts >= batch):
-                    _flush(ingestor, group, on_outcome)
+                    embedded = _embed(ingestor, group)
+                    hand_over(partial(_store, ingestor, group, embedded, on_outcome))
                     group, texts = [], 0
+            if writing is not None:
+                writing.result()
         finally:
             for future in window:
                 future.cancel()
 
 
-def _flush(
+def _embed(ingestor: Ingestor, group: list[IngestOutcome | Prepared]) -> Embedded | None:
+    """Embed the new texts of the group's documents in one call; ``None`` if that failed."""
+    documents = [item for item in group if isinstance(item, Prepared)]
+    if not documents:
+        return None
+    try:
+        return embed_reusing(
+            ingestor.database, ingestor.embedder, [t for d in documents for t in d.texts]
+        )
+    except IndexMismatchError:
+        raise
+    except Exception as exc:  # find the bad one: each document on its own (in _store)
+        log.info("ingest.group_failed", extra={"fields": {"error": type(exc).__name__}})
+        return None
+
+
+def _store(
     ingestor: Ingestor,
     group: list[IngestOutcome | Prepared],
+    embedded: Embedded | None,
     on_outcome: Callable[[IngestOutcome], None],
 ) -> None:
-    """Embed the group's documents in one call, store each, and report the group in order."""
-    documents = [item for item in group if isinstance(item, Prepared)]
-    embedded: Embedded | None = None
-    if documents:
-        try:
-            embedded = embed_reusing(
-                ingestor.database, ingestor.embedder, [t for d in documents for t in d.texts]
-            )
-        except IndexMismatchError:
-            raise
-        except Exception as exc:  # find the bad one: each document on its own
-            log.info("ingest.group_failed", extra={"fields": {"error": type(exc).__name__}})
+    """Store each document of the group (in the writer thread) and report the group in order.
+
+    ``embedded`` ``None``: the group call failed, so each document is embedded on its own.
+    """
     start = 0
     credited: set[str] = set()
     for item in group:
